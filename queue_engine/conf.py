@@ -1,0 +1,42 @@
+"""Engine options: `settings.QUEUE_ENGINE`, with these defaults.
+
+| key                      | default      | meaning                                                   |
+|--------------------------|--------------|-----------------------------------------------------------|
+| DEFAULT_QUEUE            | "default"    | queue of a job whose definition names none                |
+| DEFAULT_MAX_ATTEMPTS     | 20           | attempts before a failing job is dead-lettered            |
+| MAX_PAYLOAD_BYTES        | 1048576      | largest payload accepted at enqueue (serialised JSON)     |
+| ALLOW_UNKNOWN_KINDS      | False        | accept enqueues of kinds not registered in this process   |
+| QUEUES                   | {}           | per-queue defaults: {"emails": {"max_concurrency": 5}}    |
+| ALLOW_UNDECLARED_QUEUES  | True         | False: enqueue only into queues named in QUEUES           |
+| JOB_MODULES              | []           | modules imported at start-up so their @job kinds register |
+| LOCK_DURATION            | 60           | seconds a claim's lease lasts without a heartbeat         |
+| POLL_INTERVAL            | 1.0          | seconds between polls when no notification arrives        |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+DEFAULTS: dict[str, Any] = {
+    "DEFAULT_QUEUE": "default",
+    "DEFAULT_MAX_ATTEMPTS": 20,
+    "MAX_PAYLOAD_BYTES": 1024 * 1024,
+    "ALLOW_UNKNOWN_KINDS": False,
+    "QUEUES": {},
+    "ALLOW_UNDECLARED_QUEUES": True,
+    "JOB_MODULES": [],
+    "LOCK_DURATION": 60,
+    "POLL_INTERVAL": 1.0,
+}
+
+
+def option(name: str) -> Any:
+    configured: dict[str, Any] = getattr(settings, "QUEUE_ENGINE", {}) or {}
+    return configured.get(name, DEFAULTS[name])
+
+
+def unknown_options() -> list[str]:
+    configured: dict[str, Any] = getattr(settings, "QUEUE_ENGINE", {}) or {}
+    return sorted(set(configured) - set(DEFAULTS))

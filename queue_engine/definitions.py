@@ -1,0 +1,282 @@
+"""Job definitions: the `@job` decorator, retry policy and the errors a handler raises."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import random
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from queue_engine.models import Job
+
+Seconds = float | int | timedelta
+OnError = Literal["retry", "fatal"]
+
+
+def to_seconds(value: Seconds | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """How long to wait before attempt n+1 after attempt n failed."""
+
+    kind: Literal["exponential", "fixed"] = "exponential"
+    base: float = 1.0
+    cap: float = 3600.0
+    jitter: bool = True
+
+    @classmethod
+    def exponential(cls, base: Seconds = 1.0, cap: Seconds = 3600.0, *, jitter: bool = True) -> Backoff:
+        return cls("exponential", to_seconds(base) or 0.0, to_seconds(cap) or 0.0, jitter)
+
+    @classmethod
+    def fixed(cls, delay: Seconds, *, jitter: bool = False) -> Backoff:
+        seconds = to_seconds(delay) or 0.0
+        return cls("fixed", seconds, seconds, jitter)
+
+    def delay(self, attempt: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait after the `attempt`-th failure (1-based); equal jitter."""
+        if self.kind == "fixed":
+            raw = self.base
+        else:
+            raw = min(self.cap, self.base * (2 ** min(max(attempt - 1, 0), 62)))
+        if not self.jitter:
+            return raw
+        return raw / 2 + (rng or random).uniform(0, raw / 2)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> Backoff | None:
+        if not data:
+            return None
+        return cls(
+            kind=data.get("kind", "exponential"),
+            base=float(data.get("base", 1.0)),
+            cap=float(data.get("cap", 3600.0)),
+            jitter=bool(data.get("jitter", True)),
+        )
+
+
+DEFAULT_BACKOFF = Backoff.exponential(1, 3600)
+
+
+class JobError(Exception):
+    """Base of the errors a handler raises to steer what happens next."""
+
+    def __init__(self, reason: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Retry(JobError):
+    """Fail this attempt and retry, after `delay` seconds or the kind's backoff."""
+
+    def __init__(self, reason: str = "", *, delay: Seconds | None = None) -> None:
+        super().__init__(reason)
+        self.delay = to_seconds(delay)
+
+
+class Fatal(JobError):
+    """Fail for good: straight to the dead letter, whatever attempts are left."""
+
+
+class Snooze(JobError):
+    """Run again after `delay` without using up an attempt, optionally with a new payload."""
+
+    def __init__(
+        self, delay: Seconds, *, payload: Mapping[str, Any] | None = None, reason: str = ""
+    ) -> None:
+        super().__init__(reason or f"snoozed for {to_seconds(delay)}s")
+        self.delay = to_seconds(delay) or 0.0
+        self.payload = dict(payload) if payload is not None else None
+
+
+@dataclass(frozen=True)
+class EnqueueOptions:
+    """Per-call overrides, set with `definition.using(...)`."""
+
+    queue: str | None = None
+    priority: int | None = None
+    run_at: datetime | None = None
+    delay: float | None = None
+    dedup_key: str | None = None
+    max_attempts: int | None = None
+    name: str | None = None
+    group_key: str | None = None
+    labels: tuple[str, ...] | None = None
+    meta: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class JobDefinition:
+    """A registered job kind. Call `.enqueue(...)` to queue it, or call it directly to run it."""
+
+    func: Callable[..., Any]
+    kind: str
+    queue: str
+    priority: int = 0
+    max_attempts: int = 20
+    backoff: Backoff = DEFAULT_BACKOFF
+    idle_timeout: float | None = None
+    name: str | Callable[[dict[str, Any]], str] | None = None
+    group_key: str | Callable[[dict[str, Any]], str | None] | None = None
+    labels: tuple[str, ...] = ()
+    on_error: OnError = "retry"
+    takes_context: bool = False
+    django_task: bool = False
+    options: EnqueueOptions = field(default_factory=EnqueueOptions)
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.func)
+
+    @property
+    def signature(self) -> inspect.Signature:
+        sig = inspect.signature(self.func)
+        if self.takes_context:
+            params = list(sig.parameters.values())[1:]
+            sig = sig.replace(parameters=params)
+        return sig
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def using(self, **overrides: Any) -> JobDefinition:
+        """A copy with per-call options: queue, priority, run_at, delay, dedup_key, ..."""
+        unknown = set(overrides) - {f.name for f in dataclasses.fields(EnqueueOptions)}
+        if unknown:
+            names = ", ".join(sorted(unknown))
+            raise TypeError(f"{self.kind}.using() got unknown option(s): {names}")
+        if "delay" in overrides:
+            overrides["delay"] = to_seconds(overrides["delay"])
+        if overrides.get("labels") is not None:
+            overrides["labels"] = tuple(overrides["labels"])
+        return dataclasses.replace(self, options=dataclasses.replace(self.options, **overrides))
+
+    def payload_for(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Bind a call's arguments to parameter names: the payload is a JSON object."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.kind}: {exc}") from None
+        payload = dict(bound.arguments)
+        for param in self.signature.parameters.values():
+            if param.kind is inspect.Parameter.VAR_KEYWORD and param.name in payload:
+                payload.update(payload.pop(param.name))
+        return payload
+
+    def call_arguments(self, payload: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """The inverse of `payload_for`: positional and keyword arguments for the handler."""
+        args: list[Any] = []
+        kwargs: dict[str, Any] = dict(payload)
+        for param in self.signature.parameters.values():
+            if param.name not in kwargs:
+                continue
+            if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+                args.append(kwargs.pop(param.name))
+            elif param.kind is inspect.Parameter.VAR_POSITIONAL:
+                args.extend(kwargs.pop(param.name))
+        return args, kwargs
+
+    def display_name_for(self, payload: dict[str, Any]) -> str:
+        if self.name is None:
+            return ""
+        if callable(self.name):
+            return str(self.name(payload))[:255]
+        return self.name
+
+    def group_key_for(self, payload: dict[str, Any]) -> str | None:
+        if self.group_key is None:
+            return None
+        if callable(self.group_key):
+            value = self.group_key(payload)
+            return None if value is None else str(value)[:255]
+        return self.group_key
+
+    def enqueue(self, *args: Any, **kwargs: Any) -> Job:
+        from queue_engine.enqueue import enqueue_definition
+
+        return enqueue_definition(self, self.payload_for(args, kwargs))
+
+    def enqueue_debounced(self, *args: Any, **kwargs: Any) -> Job:
+        """Coalesce with a pending job of the same dedup key: it takes this payload and run time."""
+        from queue_engine.enqueue import enqueue_definition
+
+        return enqueue_definition(self, self.payload_for(args, kwargs), debounce=True)
+
+    def enqueue_many(self, calls: Iterable[Mapping[str, Any] | tuple[Any, ...]]) -> list[int]:
+        """Enqueue one job per item (a dict of keyword arguments, or a tuple of positional ones)."""
+        from queue_engine.enqueue import enqueue_many, spec_for
+
+        specs = []
+        for call in calls:
+            if isinstance(call, Mapping):
+                payload = self.payload_for((), dict(call))
+            else:
+                payload = self.payload_for(tuple(call), {})
+            specs.append(spec_for(self, payload))
+        return enqueue_many(specs)
+
+
+def job(
+    func: Callable[..., Any] | None = None,
+    *,
+    kind: str | None = None,
+    queue: str | None = None,
+    priority: int = 0,
+    max_attempts: int | None = None,
+    backoff: Backoff | None = None,
+    idle_timeout: Seconds | None = None,
+    name: str | Callable[[dict[str, Any]], str] | None = None,
+    group_key: str | Callable[[dict[str, Any]], str | None] | None = None,
+    labels: Iterable[str] = (),
+    on_error: OnError = "retry",
+    takes_context: bool | None = None,
+) -> Any:
+    """Register a function (plain or `async def`) as a job kind.
+
+    The handler receives a `ctx` (JobContext) as its first argument when that
+    parameter is named `ctx`, or when `takes_context=True`.
+    """
+
+    def register(f: Callable[..., Any]) -> JobDefinition:
+        from queue_engine.conf import option
+        from queue_engine.registry import registry
+
+        if on_error not in ("retry", "fatal"):
+            raise ValueError(f"on_error must be 'retry' or 'fatal', not {on_error!r}")
+        if not -100 <= priority <= 100:
+            raise ValueError(f"priority must be between -100 and 100, not {priority}")
+        params = list(inspect.signature(f).parameters)
+        wants_ctx = takes_context if takes_context is not None else params[:1] == ["ctx"]
+        definition = JobDefinition(
+            func=f,
+            kind=kind or f"{f.__module__}.{f.__qualname__}",
+            queue=queue or option("DEFAULT_QUEUE"),
+            priority=priority,
+            max_attempts=max_attempts or option("DEFAULT_MAX_ATTEMPTS"),
+            backoff=backoff or DEFAULT_BACKOFF,
+            idle_timeout=to_seconds(idle_timeout),
+            name=name,
+            group_key=group_key,
+            labels=tuple(labels),
+            on_error=on_error,
+            takes_context=wants_ctx,
+        )
+        registry.register(definition)
+        return definition
+
+    if func is not None:
+        return register(func)
+    return register

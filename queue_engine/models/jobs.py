@@ -1,0 +1,174 @@
+"""The live job table and the history table.
+
+`Job` holds only jobs that can still run, so claims stay fast whatever the
+history holds. When a job ends, the settling transaction moves the same id to
+`JobRecord`; a redrive moves it back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.db.models.expressions import DatabaseDefault
+from django.db.models.functions import Now
+
+
+class JobState(models.TextChoices):
+    AVAILABLE = "available"
+    SCHEDULED = "scheduled"
+    RUNNING = "running"
+    BLOCKED = "blocked"
+
+
+class RecordState(models.TextChoices):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class JobFields(models.Model):
+    """Columns shared by the live and the history table."""
+
+    queue = models.CharField(max_length=128, db_default="default")
+    kind = models.CharField(max_length=255)
+    name = models.CharField(max_length=255, blank=True, db_default="")
+    priority = models.SmallIntegerField(db_default=0)
+    payload = models.JSONField(db_default=models.Value({}, models.JSONField()))
+    attempt = models.IntegerField(db_default=0)
+    max_attempts = models.IntegerField(db_default=20)
+    backoff = models.JSONField(null=True, blank=True)
+    errors = models.JSONField(db_default=models.Value([], models.JSONField()))
+    dedup_key = models.CharField(max_length=255, null=True, blank=True)
+    group_key = models.CharField(max_length=255, null=True, blank=True)
+    labels = ArrayField(
+        models.CharField(max_length=64), blank=True, db_default=models.Value([], ArrayField(
+            models.CharField(max_length=64)))
+    )
+    flow_id = models.BigIntegerField(null=True, blank=True)
+    node_key = models.CharField(max_length=255, null=True, blank=True)
+    meta = models.JSONField(db_default=models.Value({}, models.JSONField()))
+    progress = models.FloatField(null=True, blank=True)
+    progress_message = models.TextField(blank=True, db_default="")
+    rescues = models.IntegerField(db_default=0)
+    run_at = models.DateTimeField(db_default=Now())
+    created_at = models.DateTimeField(db_default=Now())
+    started_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.kind}#{self.pk}"
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.kind
+
+
+class JobQuerySet(models.QuerySet["Job"]):
+    def bulk_create(self, objs: Any, *args: Any, **kwargs: Any) -> list[Job]:
+        objs = list(objs)
+        for obj in objs:
+            obj.apply_kind_defaults()
+        return super().bulk_create(objs, *args, **kwargs)
+
+    def runnable(self) -> JobQuerySet:
+        return self.filter(state=JobState.AVAILABLE, run_at__lte=Now())
+
+
+class Job(JobFields):
+    """A job that can still run: available, scheduled, running or blocked."""
+
+    id = models.BigAutoField(primary_key=True)
+    state = models.CharField(max_length=16, choices=JobState.choices, db_default="available")
+    pending_deps = models.IntegerField(db_default=0)
+    lease_owner = models.CharField(max_length=255, null=True, blank=True)
+    claim_token = models.BigIntegerField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        db_table = "queue_engine_job"
+        indexes = [
+            models.Index(
+                "queue",
+                models.F("priority").desc(),
+                "run_at",
+                "id",
+                name="qe_job_claim",
+                condition=models.Q(state="available"),
+            ),
+            models.Index(fields=["run_at"], name="qe_job_scheduled",
+                         condition=models.Q(state="scheduled")),
+            models.Index(fields=["lease_expires_at"], name="qe_job_lease",
+                         condition=models.Q(state="running")),
+            models.Index(fields=["queue", "group_key"], name="qe_job_running_group",
+                         condition=models.Q(state="running")),
+            models.Index(fields=["flow_id"], name="qe_job_flow",
+                         condition=models.Q(flow_id__isnull=False)),
+            models.Index(fields=["state", "queue"], name="qe_job_state_queue"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "dedup_key"],
+                name="qe_job_dedup",
+                condition=models.Q(dedup_key__isnull=False),
+            ),
+            models.CheckConstraint(
+                condition=models.Q(priority__gte=-100, priority__lte=100),
+                name="qe_job_priority_range",
+            ),
+        ]
+
+    def apply_kind_defaults(self) -> None:
+        """Fill what the caller left unset from the kind's definition (ORM enqueues)."""
+        from queue_engine.registry import registry
+
+        definition = registry.get(self.kind)
+        if definition is None:
+            return
+        payload = self.payload if isinstance(self.payload, dict) else {}
+        if _unset(self.queue):
+            self.queue = definition.queue
+        if _unset(self.priority):
+            self.priority = definition.priority
+        if _unset(self.max_attempts):
+            self.max_attempts = definition.max_attempts
+        if _unset(self.name):
+            self.name = definition.display_name_for(payload)
+        if self.group_key is None:
+            self.group_key = definition.group_key_for(payload)
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self._state.adding:
+            self.apply_kind_defaults()
+        super().save(*args, **kwargs)
+
+
+def _unset(value: object) -> bool:
+    return isinstance(value, DatabaseDefault)
+
+
+class JobRecord(JobFields):
+    """A job that ended: succeeded, failed (the dead letter) or cancelled."""
+
+    id = models.BigIntegerField(primary_key=True)
+    state = models.CharField(max_length=16, choices=RecordState.choices)
+    result = models.JSONField(null=True, blank=True)
+    worker = models.CharField(max_length=255, blank=True, db_default="")
+    finished_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "queue_engine_jobrecord"
+        indexes = [
+            models.Index("queue", "state", models.F("id").desc(), name="qe_rec_queue_state"),
+            models.Index("state", models.F("id").desc(), name="qe_rec_state"),
+            models.Index("kind", models.F("id").desc(), name="qe_rec_kind"),
+            models.Index(fields=["finished_at"], name="qe_rec_finished"),
+            models.Index(fields=["flow_id"], name="qe_rec_flow",
+                         condition=models.Q(flow_id__isnull=False)),
+        ]

@@ -1,0 +1,81 @@
+"""JSON payloads and results: serialise once, and say exactly what cannot survive the trip."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+
+class PayloadError(ValueError):
+    """A value that does not survive a JSON round trip, or that is too large."""
+
+
+def dump_json(value: Any, *, what: str, max_bytes: int | None = None) -> str:
+    """Serialise `value`, refusing anything JSON would drop or change (tuples become lists)."""
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        raise PayloadError(f"{what} {explain(value)}") from None
+    if json.loads(text) != value:
+        problem = first_change(value, "")
+        if problem is not None:
+            raise PayloadError(f"{what} {problem}")
+    if max_bytes is not None and len(text) * 4 > max_bytes:
+        size = len(text.encode())
+        if size > max_bytes:
+            raise PayloadError(
+                f"{what} is {size:,} bytes of JSON, over the limit of {max_bytes:,} "
+                "(QUEUE_ENGINE['MAX_PAYLOAD_BYTES']); store large data elsewhere and pass a "
+                "reference to it."
+            )
+    return text
+
+
+def explain(value: Any) -> str:
+    """Why `value` is not JSON: the path of the first bad value and what to do."""
+    problem = first_change(value, "")
+    return problem or "cannot be serialised as JSON."
+
+
+def first_change(value: Any, path: str) -> str | None:
+    where = f"at {path!r}" if path else "at the top level"
+    match value:
+        case bool() | int() | str() | None:
+            return None
+        case float():
+            if math.isnan(value) or math.isinf(value):
+                return f"has {value!r} {where}; JSON has no NaN or infinity, use null or a string."
+            return None
+        case dict():
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return (
+                        f"has a {type(key).__name__} key {key!r} {where}; JSON object keys are "
+                        "strings, so convert the key to a string yourself."
+                    )
+                found = first_change(item, f"{path}.{key}" if path else key)
+                if found:
+                    return found
+            return None
+        case list() | tuple():
+            for index, item in enumerate(value):
+                found = first_change(item, f"{path}[{index}]")
+                if found:
+                    return found
+            return None
+    hint = HINTS.get(type(value).__name__, "convert it to a string, number, list or dict")
+    return f"has a {type(value).__name__} {where}, which is not JSON; {hint}."
+
+
+HINTS = {
+    "datetime": "pass value.isoformat() and parse it in the handler",
+    "date": "pass value.isoformat() and parse it in the handler",
+    "time": "pass value.isoformat() and parse it in the handler",
+    "timedelta": "pass value.total_seconds()",
+    "Decimal": "pass str(value) to keep every digit",
+    "set": "pass sorted(value) as a list",
+    "frozenset": "pass sorted(value) as a list",
+    "bytes": "pass base64 text or a reference to where the data is stored",
+    "UUID": "pass str(value)",
+}

@@ -1,0 +1,170 @@
+"""A `django.tasks` backend: `@task` functions enqueue into this engine.
+
+    TASKS = {"default": {"BACKEND": "queue_engine.tasks_backend.QueueEngineBackend"}}
+
+A task's kind is its module path; its payload is {"args": [...], "kwargs": {...}}.
+Extra options ride on `QueueEngineTask` through Django 6.1's `task_class` hook:
+`@task(max_attempts=5, backoff=Backoff.fixed(10), idle_timeout=60, dedup_key=None)`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.tasks.backends.base import BaseTaskBackend
+from django.tasks.base import Task, TaskError, TaskResult, TaskResultStatus
+from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
+from django.tasks.signals import task_enqueued
+
+from queue_engine.definitions import DEFAULT_BACKOFF, Backoff, JobDefinition
+
+STATUS = {
+    "available": TaskResultStatus.READY,
+    "scheduled": TaskResultStatus.READY,
+    "blocked": TaskResultStatus.READY,
+    "running": TaskResultStatus.RUNNING,
+    "succeeded": TaskResultStatus.SUCCESSFUL,
+    "failed": TaskResultStatus.FAILED,
+    "cancelled": TaskResultStatus.FAILED,
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueEngineTask(Task):
+    max_attempts: int | None = None
+    backoff: Backoff | None = None
+    idle_timeout: float | None = None
+    dedup_key: str | None = None
+
+    def using(  # type: ignore[override]
+        self,
+        *,
+        priority: int | None = None,
+        queue_name: str | None = None,
+        run_after: datetime | None = None,
+        backend: str | None = None,
+        dedup_key: str | None = None,
+        max_attempts: int | None = None,
+    ) -> QueueEngineTask:
+        task = Task.using(self, priority=priority, queue_name=queue_name,
+                          run_after=run_after, backend=backend)
+        changes: dict[str, Any] = {}
+        if dedup_key is not None:
+            changes["dedup_key"] = dedup_key
+        if max_attempts is not None:
+            changes["max_attempts"] = max_attempts
+        return dataclasses.replace(task, **changes)  # type: ignore[return-value]
+
+
+def definition_for_task(target: object) -> JobDefinition | None:
+    """The job definition that runs a django.tasks Task, or None for anything else."""
+    if not isinstance(target, Task):
+        return None
+    from queue_engine.conf import option
+
+    extra = target if isinstance(target, QueueEngineTask) else None
+    return JobDefinition(
+        func=target.func,
+        kind=target.module_path,
+        queue=target.queue_name,
+        priority=target.priority,
+        max_attempts=(extra.max_attempts if extra and extra.max_attempts else None)
+        or option("DEFAULT_MAX_ATTEMPTS"),
+        backoff=(extra.backoff if extra and extra.backoff else DEFAULT_BACKOFF),
+        idle_timeout=extra.idle_timeout if extra else None,
+        takes_context=target.takes_context,
+        django_task=True,
+    )
+
+
+class QueueEngineBackend(BaseTaskBackend):
+    task_class = QueueEngineTask
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        # Any queue name is valid unless QUEUES is given explicitly.
+        if "QUEUES" not in params:
+            self.queues = set()
+
+    def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
+        from queue_engine.enqueue import EnqueueError, JobSpec, prepare, insert_row
+        from queue_engine.registry import registry
+
+        self.validate_task(task)
+        definition = definition_for_task(task)
+        assert definition is not None
+        registry.register(definition)
+        extra = task if isinstance(task, QueueEngineTask) else None
+        spec = JobSpec(
+            kind=definition.kind,
+            payload={"args": list(args), "kwargs": dict(kwargs)},
+            queue=task.queue_name,
+            priority=task.priority,
+            run_at=task.run_after,
+            dedup_key=extra.dedup_key if extra else None,
+            meta={"django_task_backend": self.alias},
+        )
+        try:
+            job = insert_row(prepare(spec, definition))
+        except EnqueueError as exc:
+            raise InvalidTask(str(exc)) from exc
+        result = self._result(task, job)
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def get_result(self, result_id: str) -> TaskResult:
+        from queue_engine.models import Job, JobRecord
+        from queue_engine.registry import registry
+
+        try:
+            pk = int(result_id)
+        except (TypeError, ValueError):
+            raise TaskResultDoesNotExist(result_id) from None
+        row: Job | JobRecord | None = Job.objects.filter(pk=pk).first()
+        if row is None:
+            row = JobRecord.objects.filter(pk=pk).first()
+        if row is None:
+            raise TaskResultDoesNotExist(result_id)
+        definition = registry.get(row.kind)
+        if definition is None or not definition.django_task:
+            raise TaskResultDoesNotExist(f"job {result_id} is not a django.tasks task")
+        from django.utils.module_loading import import_string
+
+        task = import_string(row.kind)
+        return self._result(task, row)
+
+    def _result(self, task: Task, row: Any) -> TaskResult:
+        errors = [
+            TaskError(exception_class_path=e.get("class", "Exception"),
+                      traceback=e.get("traceback", ""))
+            for e in (row.errors or [])
+        ]
+        workers = [e.get("worker", "") for e in (row.errors or [])]
+        final_worker = getattr(row, "worker", "") or getattr(row, "lease_owner", None)
+        if final_worker and row.state in ("succeeded", "running"):
+            workers.append(final_worker)
+        payload = row.payload or {}
+        result = TaskResult(
+            task=task,
+            id=str(row.id),
+            status=STATUS[row.state],
+            enqueued_at=row.created_at,
+            started_at=row.started_at,
+            finished_at=getattr(row, "finished_at", None),
+            last_attempted_at=row.started_at,
+            args=list(payload.get("args", [])),
+            kwargs=dict(payload.get("kwargs", {})),
+            backend=self.alias,
+            errors=errors,
+            worker_ids=workers,
+        )
+        if row.state == "succeeded":
+            object.__setattr__(result, "_return_value", getattr(row, "result", None))
+        return result
