@@ -11,6 +11,8 @@
 | JOB_MODULES              | []           | modules imported at start-up so their @job kinds register |
 | LOCK_DURATION            | 60           | seconds a claim's lease lasts without a heartbeat         |
 | POLL_INTERVAL            | 1.0          | seconds between polls when no notification arrives        |
+| MAX_RESCUES              | 5            | expired leases before a job is dead-lettered (poison job) |
+| SHUTDOWN_TIMEOUT         | 30           | seconds running jobs get to finish on SIGTERM             |
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ DEFAULTS: dict[str, Any] = {
     "JOB_MODULES": [],
     "LOCK_DURATION": 60,
     "POLL_INTERVAL": 1.0,
+    "MAX_RESCUES": 5,
+    "SHUTDOWN_TIMEOUT": 30,
 }
 
 

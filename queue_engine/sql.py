@@ -93,3 +93,253 @@ SELECT_JOB_IDS_BY_DEDUP_KEYS = """
       JOIN unnest(%s::varchar[], %s::varchar[]) AS k(kind, dedup_key)
         ON j.kind = k.kind AND j.dedup_key = k.dedup_key
 """
+
+
+# --- claim and settle (the worker's hot path) ---------------------------------
+
+# Columns a job keeps when it moves between the live and the history table.
+MOVED = (
+    "id, queue, kind, name, priority, payload, attempt, max_attempts, backoff, errors, "
+    "dedup_key, group_key, labels, flow_id, node_key, meta, progress, progress_message, "
+    "rescues, run_at, created_at, started_at"
+)
+
+# Claim up to %(limit)s runnable jobs from unpaused queues, best first (priority,
+# then run time, then id). Each queue is read through the claim index; SKIP LOCKED
+# lets concurrent claimers take disjoint rows without waiting. The lease length
+# is the queue's lock duration.
+CLAIM = """
+WITH q AS (
+    SELECT c.name, c.lock_duration
+      FROM queue_engine_queueconfig c
+     WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
+), picked AS (
+    SELECT j.id, q.lock_duration
+      FROM q CROSS JOIN LATERAL (
+            SELECT id, priority, run_at
+              FROM queue_engine_job
+             WHERE state = 'available' AND queue = q.name AND run_at <= now()
+               AND labels <@ %(labels)s::varchar[]
+             ORDER BY priority DESC, run_at, id
+             LIMIT %(limit)s
+               FOR UPDATE SKIP LOCKED
+           ) j
+     ORDER BY j.priority DESC, j.run_at, j.id
+     LIMIT %(limit)s
+)
+UPDATE queue_engine_job j
+   SET state = 'running', attempt = j.attempt + 1, lease_owner = %(worker)s,
+       claim_token = %(token)s, started_at = now(), heartbeat_at = now(),
+       lease_expires_at = now() + make_interval(secs => picked.lock_duration),
+       progress = NULL, progress_message = ''
+  FROM picked
+ WHERE j.id = picked.id
+RETURNING j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff,
+          j.flow_id, j.node_key, j.meta
+"""
+
+# Succeeded: move fenced rows (still running under our token) to history.
+SETTLE_SUCCEEDED = f"""
+WITH done AS (
+    DELETE FROM queue_engine_job j
+     USING unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(results)s::jsonb[])
+           AS d(id, token, result)
+     WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
+    RETURNING j.*, d.result AS d_result
+)
+INSERT INTO queue_engine_jobrecord ({MOVED}, state, result, worker, finished_at)
+SELECT {MOVED}, 'succeeded', d_result, lease_owner, now() FROM done
+RETURNING id
+"""
+
+# Failed for good (fatal, out of attempts, or abandoned): to the dead letter,
+# with this attempt's error appended.
+SETTLE_FAILED = f"""
+WITH done AS (
+    DELETE FROM queue_engine_job j
+     USING unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(errors)s::jsonb[])
+           AS d(id, token, error)
+     WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
+    RETURNING j.*, d.error AS d_error
+)
+INSERT INTO queue_engine_jobrecord ({MOVED}, state, worker, finished_at)
+SELECT id, queue, kind, name, priority, payload, attempt, max_attempts, backoff,
+       errors || jsonb_build_array(d_error), dedup_key, group_key, labels, flow_id, node_key,
+       meta, progress, progress_message, rescues, run_at, created_at, started_at,
+       'failed', lease_owner, now()
+  FROM done
+RETURNING id
+"""
+
+# Retry later: back to scheduled (or available at once) with the error kept.
+SETTLE_RETRY = """
+UPDATE queue_engine_job j
+   SET state = CASE WHEN d.delay > 0 THEN 'scheduled' ELSE 'available' END,
+       run_at = now() + make_interval(secs => d.delay),
+       errors = j.errors || jsonb_build_array(d.error),
+       lease_owner = NULL, claim_token = NULL, lease_expires_at = NULL
+  FROM unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(delays)s::float8[], %(errors)s::jsonb[])
+       AS d(id, token, delay, error)
+ WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
+RETURNING j.id, j.queue, j.state
+"""
+
+# Snooze: run again later without using up the attempt, optionally with a new payload.
+SETTLE_SNOOZED = """
+UPDATE queue_engine_job j
+   SET state = CASE WHEN d.delay > 0 THEN 'scheduled' ELSE 'available' END,
+       run_at = now() + make_interval(secs => d.delay),
+       attempt = j.attempt - 1,
+       payload = COALESCE(d.payload, j.payload),
+       meta = j.meta || jsonb_build_object('snoozed', COALESCE((j.meta->>'snoozed')::int, 0) + 1),
+       lease_owner = NULL, claim_token = NULL, lease_expires_at = NULL
+  FROM unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(delays)s::float8[],
+              %(payloads)s::jsonb[]) AS d(id, token, delay, payload)
+ WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
+RETURNING j.id, j.queue, j.state
+"""
+
+# Give jobs back untouched (shutdown): available again, the attempt not counted.
+RELEASE = """
+UPDATE queue_engine_job j
+   SET state = 'available', attempt = GREATEST(j.attempt - 1, 0),
+       lease_owner = NULL, claim_token = NULL, lease_expires_at = NULL
+  FROM unnest(%(ids)s::bigint[], %(tokens)s::bigint[]) AS d(id, token)
+ WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
+RETURNING j.id, j.queue
+"""
+
+# Renew every lease this process holds; rows missing from the result were taken
+# from us (cancelled, rescued or removed) and must stop.
+HEARTBEAT = """
+UPDATE queue_engine_job j
+   SET lease_expires_at = now() + (j.lease_expires_at - j.heartbeat_at), heartbeat_at = now()
+  FROM unnest(%(ids)s::bigint[], %(tokens)s::bigint[]) AS d(id, token)
+ WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
+RETURNING j.id
+"""
+
+# Progress reports, the latest per job, fenced like a settle.
+PROGRESS = """
+UPDATE queue_engine_job j
+   SET progress = d.fraction, progress_message = d.message
+  FROM unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(fractions)s::float8[],
+              %(messages)s::text[]) AS d(id, token, fraction, message)
+ WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
+"""
+
+# Lock one running job for an in-handler transaction that completes it (ctx.atomic).
+LOCK_OWN_JOB = """
+SELECT 1 FROM queue_engine_job
+ WHERE id = %s AND claim_token = %s AND state = 'running'
+   FOR UPDATE
+"""
+
+INSERT_LOGS = """
+INSERT INTO queue_engine_joblog (job_id, attempt, seq, stream, level, at, text)
+SELECT * FROM unnest(%(job_ids)s::bigint[], %(attempts)s::int[], %(seqs)s::int[],
+                     %(streams)s::varchar[], %(levels)s::varchar[], %(ats)s::timestamptz[],
+                     %(texts)s::text[])
+"""
+
+# One wake-up per queue that got runnable jobs, sent at commit.
+NOTIFY_QUEUES = """
+SELECT pg_notify('qe_wake', q) FROM unnest(%s::varchar[]) AS q
+"""
+
+# Hints for the console: which jobs changed or logged (ids only, never rows).
+NOTIFY_EVENT = "SELECT pg_notify('qe_events', %s)"
+
+# --- worker registry ------------------------------------------------------------
+
+REGISTER_WORKER = """
+INSERT INTO queue_engine_workerprocess
+       (id, host, pid, queues, labels, concurrency, in_flight, is_leader, started_at, heartbeat_at)
+VALUES (%(id)s, %(host)s, %(pid)s, %(queues)s::varchar[], %(labels)s::varchar[],
+        %(concurrency)s, 0, false, now(), now())
+ON CONFLICT (id) DO UPDATE
+   SET host = EXCLUDED.host, pid = EXCLUDED.pid, queues = EXCLUDED.queues,
+       labels = EXCLUDED.labels, concurrency = EXCLUDED.concurrency,
+       started_at = now(), heartbeat_at = now(), in_flight = 0
+"""
+
+WORKER_HEARTBEAT = """
+UPDATE queue_engine_workerprocess
+   SET heartbeat_at = now(), in_flight = %(in_flight)s, is_leader = %(is_leader)s
+ WHERE id = %(id)s
+"""
+
+UNREGISTER_WORKER = "DELETE FROM queue_engine_workerprocess WHERE id = %s"
+
+# --- leader services ------------------------------------------------------------
+
+# Scheduled jobs whose time has come become available (at most one poll late).
+PROMOTE_SCHEDULED = """
+WITH due AS (
+    SELECT id FROM queue_engine_job
+     WHERE state = 'scheduled' AND run_at <= now()
+     ORDER BY run_at
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE queue_engine_job j SET state = 'available'
+  FROM due WHERE j.id = due.id
+RETURNING j.queue
+"""
+
+# Expired leases: back to available with the lost attempt recorded, unless the
+# job ran out of attempts or was rescued too often (a poison job), then dead.
+RESCUE_EXPIRED = f"""
+WITH expired AS (
+    SELECT id FROM queue_engine_job
+     WHERE state = 'running' AND lease_expires_at < now()
+     ORDER BY id
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+), err AS (
+    SELECT j.id,
+           jsonb_build_object('attempt', j.attempt, 'class', 'queue_engine.LeaseExpired',
+               'message', 'the worker stopped heartbeating (killed or hung); lease expired',
+               'traceback', '', 'worker', j.lease_owner, 'at', now()) AS error,
+           (j.rescues + 1 >= %(max_rescues)s OR j.attempt >= j.max_attempts) AS dead
+      FROM queue_engine_job j JOIN expired USING (id)
+), dead AS (
+    DELETE FROM queue_engine_job j USING err
+     WHERE j.id = err.id AND err.dead
+    RETURNING j.*, err.error AS d_error
+), buried AS (
+    INSERT INTO queue_engine_jobrecord ({MOVED}, state, worker, finished_at)
+    SELECT id, queue, kind, name, priority, payload, attempt, max_attempts, backoff,
+           errors || jsonb_build_array(d_error), dedup_key, group_key, labels, flow_id,
+           node_key, meta, progress, progress_message, rescues + 1, run_at, created_at,
+           started_at, 'failed', lease_owner, now()
+      FROM dead
+    RETURNING id, queue
+), revived AS (
+    UPDATE queue_engine_job j
+       SET state = 'available', rescues = j.rescues + 1,
+           errors = j.errors || jsonb_build_array(err.error),
+           lease_owner = NULL, claim_token = NULL, lease_expires_at = NULL
+      FROM err
+     WHERE j.id = err.id AND NOT err.dead
+    RETURNING j.id, j.queue
+)
+SELECT 'revived', id, queue FROM revived
+UNION ALL
+SELECT 'dead', id, queue FROM buried
+"""
+
+SWEEP_STALE_WORKERS = """
+DELETE FROM queue_engine_workerprocess
+ WHERE heartbeat_at < now() - make_interval(secs => %s)
+"""
+
+# The return value of a job that completed inside ctx.atomic(), recorded afterwards.
+RECORD_RESULT = """
+UPDATE queue_engine_jobrecord SET result = d.result
+  FROM unnest(%(ids)s::bigint[], %(results)s::jsonb[]) AS d(id, result)
+ WHERE queue_engine_jobrecord.id = d.id AND queue_engine_jobrecord.result IS NULL
+"""
+
+LEADER_LOCK_KEY = 7_146_010_351_917_311  # pg_try_advisory_lock key of the leader
+TRY_LEADER_LOCK = "SELECT pg_try_advisory_lock(%s)"

@@ -1,0 +1,101 @@
+"""What a handler sees of its job: `ctx`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from queue_engine.worker.execution import Execution
+
+
+class LeaseLost(Exception):
+    """This job is no longer ours (cancelled, rescued or removed): its effects must not commit."""
+
+
+class JobContext:
+    """Handed to handlers that take a `ctx` parameter.
+
+    Cheap to call from any thread: log lines and progress are buffered and
+    written by the worker in batches.
+    """
+
+    def __init__(self, execution: Execution) -> None:
+        self._execution = execution
+
+    @property
+    def job_id(self) -> int:
+        return self._execution.job_id
+
+    @property
+    def attempt(self) -> int:
+        return self._execution.attempt
+
+    @property
+    def max_attempts(self) -> int:
+        return self._execution.max_attempts
+
+    @property
+    def queue(self) -> str:
+        return self._execution.queue
+
+    @property
+    def kind(self) -> str:
+        return self._execution.kind
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return dict(self._execution.meta or {})
+
+    def log(self, message: str, *, level: str = "info") -> None:
+        self._execution.write_log("log", str(message), level=level)
+
+    def progress(self, fraction: float, message: str = "") -> None:
+        """Report progress (0..1) and prove liveness to the idle watchdog."""
+        self._execution.report_progress(min(max(float(fraction), 0.0), 1.0), message)
+
+    def heartbeat(self) -> None:
+        """Prove liveness: re-arms the idle timeout."""
+        self._execution.touch()
+
+    def is_cancelled(self) -> bool:
+        return self._execution.cancelled.is_set()
+
+    def sleep(self, seconds: float) -> bool:
+        """Sleep in a plain-function handler, waking early on cancel; True if cancelled."""
+        return self._execution.cancelled.wait(seconds)
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Commit the ORM writes in this block together with the job's success.
+
+        The job row is locked and checked to be still ours before the block runs,
+        so a job whose lease was lost raises `LeaseLost` and its writes roll back,
+        and a job can never be completed twice. Only for plain-function handlers.
+        """
+        if threading.current_thread() is threading.main_thread() or self._execution.is_async:
+            raise RuntimeError(
+                "ctx.atomic() uses the Django ORM, which is synchronous: use it in a plain "
+                "(def, not async def) handler."
+            )
+        from django.db import connection, transaction
+
+        from queue_engine import sql
+
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(sql.LOCK_OWN_JOB, [self.job_id, self._execution.token])
+                if cursor.fetchone() is None:
+                    raise LeaseLost(f"job {self.job_id} is no longer held by this worker")
+            yield
+            with connection.cursor() as cursor:
+                cursor.execute(sql.SETTLE_SUCCEEDED, {
+                    "ids": [self.job_id], "tokens": [self._execution.token], "results": [None],
+                })
+                if cursor.fetchone() is None:
+                    raise LeaseLost(f"job {self.job_id} is no longer held by this worker")
+        self._execution.completed_in_transaction = True
+        self._execution.touched_at = time.monotonic()

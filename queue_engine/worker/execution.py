@@ -1,0 +1,251 @@
+"""One attempt of one job: run the handler and turn what happened into an Outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from queue_engine.definitions import DEFAULT_BACKOFF, Backoff, Fatal, JobDefinition, Retry, Snooze
+from queue_engine.payloads import PayloadError, dump_json
+from queue_engine.registry import registry
+from queue_engine.worker.capture import CURRENT
+from queue_engine.worker.context import JobContext, LeaseLost
+
+if TYPE_CHECKING:
+    from queue_engine.worker.runtime import Worker
+
+OutcomeKind = Literal["succeeded", "retry", "failed", "snoozed", "released", "dropped"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    kind: OutcomeKind
+    execution: Execution
+    result: str | None = None  # JSON text
+    error: str | None = None  # JSON text of this attempt's error
+    delay: float = 0.0
+    payload: str | None = None  # JSON text (snooze with a new payload)
+
+
+class IdleTimeout(Exception):
+    """The handler neither heartbeated nor reported progress within its idle timeout."""
+
+
+class Execution:
+    __slots__ = (
+        "_log_seq",
+        "_partial",
+        "attempt",
+        "backoff",
+        "cancel_reason",
+        "cancelled",
+        "completed_in_transaction",
+        "definition",
+        "flow_id",
+        "is_async",
+        "job_id",
+        "kind",
+        "max_attempts",
+        "meta",
+        "node_key",
+        "payload",
+        "queue",
+        "task",
+        "token",
+        "touched_at",
+        "worker",
+    )
+
+    def __init__(self, worker: Worker, row: tuple[Any, ...], token: int) -> None:
+        (self.job_id, self.kind, self.queue, self.payload, self.attempt, self.max_attempts,
+         self.backoff, self.flow_id, self.node_key, self.meta) = row
+        self.worker = worker
+        self.token = token
+        self.definition: JobDefinition | None = registry.get(self.kind)
+        self.is_async = bool(self.definition and self.definition.is_async)
+        self.cancelled = threading.Event()
+        self.cancel_reason = ""
+        self.completed_in_transaction = False
+        self.touched_at = time.monotonic()
+        self.task: asyncio.Future[Any] | None = None
+        self._log_seq = itertools.count(1)
+        self._partial: dict[str, str] = {}
+
+    # --- what ctx calls (any thread) ---------------------------------------
+
+    def touch(self) -> None:
+        self.touched_at = time.monotonic()
+
+    def report_progress(self, fraction: float, message: str) -> None:
+        self.touched_at = time.monotonic()
+        self.worker.progress[self.job_id] = (self.token, fraction, str(message)[:500])
+
+    def write_log(self, stream: str, text: str, *, level: str = "") -> None:
+        self.worker.logs.append(
+            (self.job_id, self.attempt, next(self._log_seq), stream, level,
+             datetime.now(UTC), text)
+        )
+
+    def write_stream(self, stream: str, text: str) -> None:
+        buffered = self._partial.get(stream, "") + text
+        *lines, rest = buffered.split("\n")
+        self._partial[stream] = rest
+        for line in lines:
+            self.write_log(stream, line)
+
+    def flush_streams(self) -> None:
+        for stream, rest in self._partial.items():
+            if rest:
+                self.write_log(stream, rest)
+        self._partial.clear()
+
+    def cancel(self, reason: str) -> None:
+        if self.cancelled.is_set():
+            return
+        self.cancel_reason = reason
+        self.cancelled.set()
+        if self.is_async and self.task is not None:
+            self.task.cancel()
+
+    # --- running -------------------------------------------------------------
+
+    async def run(self) -> Outcome:
+        definition = self.definition
+        if definition is None:
+            return self._failure(
+                LookupError(
+                    f"no @job registered for kind {self.kind!r} in this worker; import its "
+                    "module (QUEUE_ENGINE['JOB_MODULES'] or an app's jobs.py)"
+                ),
+                retryable=True,
+            )
+        try:
+            if definition.is_async:
+                result = await self._run_async(definition)
+            else:
+                loop = asyncio.get_running_loop()
+                result = await loop.run_in_executor(self.worker.threads, self._run_sync,
+                                                    definition)
+        except asyncio.CancelledError:
+            if not self.cancelled.is_set():
+                raise  # the worker itself is stopping
+            return self._cancelled_outcome()
+        except BaseException as exc:
+            return self._outcome_for_error(exc, definition)
+        finally:
+            self.flush_streams()
+        if self.cancelled.is_set() and self.cancel_reason != "lease lost":
+            return self._cancelled_outcome()
+        if self.completed_in_transaction:
+            return Outcome("dropped", self)
+        try:
+            text = dump_json(result, what=f"{self.kind}: the return value")
+        except PayloadError as exc:
+            return self._failure(exc, retryable=False)
+        return Outcome("succeeded", self, result=text)
+
+    async def _run_async(self, definition: JobDefinition) -> Any:
+        args, kwargs = self._arguments(definition)
+        # Runs inside the task the worker made for this execution (self.task),
+        # so cancelling that task cancels the handler.
+        reset = CURRENT.set(self)
+        try:
+            return await definition.func(*args, **kwargs)
+        finally:
+            CURRENT.reset(reset)
+
+    def _run_sync(self, definition: JobDefinition) -> Any:
+        from django.db import close_old_connections
+
+        args, kwargs = self._arguments(definition)
+        reset = CURRENT.set(self)
+        try:
+            return definition.func(*args, **kwargs)
+        finally:
+            CURRENT.reset(reset)
+            close_old_connections()
+
+    def _arguments(self, definition: JobDefinition) -> tuple[list[Any], dict[str, Any]]:
+        payload = self.payload if isinstance(self.payload, dict) else {}
+        if definition.django_task:
+            args, kwargs = list(payload.get("args", [])), dict(payload.get("kwargs", {}))
+            if definition.takes_context:
+                args.insert(0, self._task_context(definition, args, kwargs))
+            return args, kwargs
+        args, kwargs = definition.call_arguments(payload)
+        if definition.takes_context:
+            args.insert(0, JobContext(self))
+        return args, kwargs
+
+    def _task_context(self, definition: JobDefinition, args: list[Any],
+                      kwargs: dict[str, Any]) -> Any:
+        from django.tasks.base import TaskContext, TaskResult, TaskResultStatus
+        from django.utils.module_loading import import_string
+
+        result = TaskResult(
+            task=import_string(self.kind), id=str(self.job_id), status=TaskResultStatus.RUNNING,
+            enqueued_at=None, started_at=None, finished_at=None, last_attempted_at=None,
+            args=args, kwargs=kwargs, backend=(self.meta or {}).get("django_task_backend",
+                                                                       "default"),
+            errors=[], worker_ids=[self.worker.worker_id] * self.attempt,
+        )
+        return TaskContext(task_result=result)
+
+    # --- outcomes ---------------------------------------------------------------
+
+    def _outcome_for_error(self, exc: BaseException, definition: JobDefinition) -> Outcome:
+        if isinstance(exc, Snooze):
+            payload = None
+            if exc.payload is not None:
+                try:
+                    payload = dump_json(exc.payload, what=f"{self.kind}: the snooze payload")
+                except PayloadError as bad:
+                    return self._failure(bad, retryable=False)
+            return Outcome("snoozed", self, delay=exc.delay, payload=payload)
+        if isinstance(exc, LeaseLost):
+            return Outcome("dropped", self)
+        if isinstance(exc, Fatal):
+            return self._failure(exc, retryable=False)
+        if isinstance(exc, Retry):
+            return self._failure(exc, retryable=True, delay=exc.delay)
+        if not isinstance(exc, Exception):
+            raise exc
+        return self._failure(exc, retryable=definition.on_error == "retry")
+
+    def _cancelled_outcome(self) -> Outcome:
+        if self.cancel_reason == "idle timeout":
+            error = IdleTimeout(
+                f"no heartbeat or progress for {self.definition.idle_timeout if self.definition else '?'}s"
+            )
+            # An async handler was cancelled cleanly: retry it. A thread cannot be
+            # stopped, so it is abandoned and the job dead-lettered.
+            return self._failure(error, retryable=self.is_async)
+        return Outcome("dropped", self)  # cancelled elsewhere: the row already moved
+
+    def _failure(self, exc: BaseException, *, retryable: bool,
+                 delay: float | None = None) -> Outcome:
+        error = json.dumps({
+            "attempt": self.attempt,
+            "class": f"{type(exc).__module__}.{type(exc).__qualname__}",
+            "message": str(exc)[:2000],
+            "traceback": "".join(traceback.format_exception(exc))[-20000:],
+            "worker": self.worker.worker_id,
+            "at": datetime.now(UTC).isoformat(),
+        }, default=str)
+        if not retryable or self.attempt >= self.max_attempts:
+            return Outcome("failed", self, error=error)
+        if delay is None:
+            delay = self._backoff().delay(self.attempt)
+        return Outcome("retry", self, error=error, delay=max(delay, 0.0))
+
+    def _backoff(self) -> Backoff:
+        return (Backoff.from_json(self.backoff)
+                or (self.definition.backoff if self.definition else None)
+                or DEFAULT_BACKOFF)

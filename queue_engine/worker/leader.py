@@ -1,0 +1,109 @@
+"""Leader services: exactly one process of the fleet runs them at a time.
+
+Leadership is a session advisory lock held on a dedicated connection: when the
+holder dies, Postgres drops the lock and another worker takes over at its next
+try (every ELECTION_INTERVAL seconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+import psycopg
+
+from queue_engine import sql
+from queue_engine.worker.store import Connection
+
+if TYPE_CHECKING:
+    from queue_engine.worker.runtime import Worker
+
+log = logging.getLogger("queue_engine.worker")
+
+ELECTION_INTERVAL = 1.0
+PROMOTE_INTERVAL = 0.25
+RESCUE_INTERVAL = 1.0
+SWEEP_INTERVAL = 30.0
+STALE_WORKER_AFTER = 60.0
+BATCH = 1000
+
+
+class Leader:
+    def __init__(self, worker: Worker, connection: Connection) -> None:
+        self.worker = worker
+        self.connection = connection
+        self.is_leader = False
+        self._last_rescue = 0.0
+        self._last_sweep = 0.0
+
+    async def run(self) -> None:
+        while True:
+            try:
+                conn = await self.connection.get()
+                if not self.is_leader:
+                    cur = await conn.execute(sql.TRY_LEADER_LOCK, [sql.LEADER_LOCK_KEY])
+                    row = await cur.fetchone()
+                    self.is_leader = bool(row and row[0])
+                    if self.is_leader:
+                        log.info("worker %s is now the leader", self.worker.worker_id)
+                if self.is_leader:
+                    await self.tick(conn)
+                    await asyncio.sleep(PROMOTE_INTERVAL)
+                else:
+                    await asyncio.sleep(ELECTION_INTERVAL)
+            except asyncio.CancelledError:
+                raise
+            except psycopg.Error as exc:
+                if self.is_leader:
+                    log.warning("leader: %s; leadership dropped",
+                                " ".join(str(exc).split())[:200])
+                self.is_leader = False
+                await self.connection.close()
+                await asyncio.sleep(ELECTION_INTERVAL)
+
+    async def tick(self, conn: psycopg.AsyncConnection) -> None:
+        await self._promote(conn)
+        now = time.monotonic()
+        if now - self._last_rescue >= RESCUE_INTERVAL:
+            self._last_rescue = now
+            await self._rescue(conn)
+        if now - self._last_sweep >= SWEEP_INTERVAL:
+            self._last_sweep = now
+            await conn.execute(sql.SWEEP_STALE_WORKERS, [STALE_WORKER_AFTER])
+
+    async def promote_due(self) -> int:
+        """Promote due scheduled jobs now (burst mode); any worker may do it."""
+        return await self.worker.aux.run(self._promote, what="promote")
+
+    async def _promote(self, conn: psycopg.AsyncConnection) -> int:
+        total = 0
+        while True:
+            async with conn.transaction():
+                cur = await conn.execute(sql.PROMOTE_SCHEDULED, {"limit": BATCH})
+                queues = sorted({row[0] for row in await cur.fetchall()})
+                count = cur.rowcount
+                if queues:
+                    await conn.execute(sql.NOTIFY_QUEUES, [queues])
+            total += count
+            if count < BATCH:
+                return total
+
+    async def _rescue(self, conn: psycopg.AsyncConnection) -> None:
+        async with conn.transaction():
+            cur = await conn.execute(sql.RESCUE_EXPIRED, {
+                "limit": BATCH, "max_rescues": self.worker.options.max_rescues,
+            })
+            rows = await cur.fetchall()
+            revived = sorted({queue for what, _, queue in rows if what == "revived"})
+            if revived:
+                await conn.execute(sql.NOTIFY_QUEUES, [revived])
+        for what, job_id, _ in rows:
+            log.warning("job %s: lease expired; %s", job_id,
+                        "back to available" if what == "revived" else "dead-lettered "
+                        "(rescued too often or out of attempts)")
+
+    async def close(self) -> None:
+        await self.connection.close()
+        self.is_leader = False

@@ -1,0 +1,428 @@
+"""One worker process: claim, run, settle, heartbeat, listen; one asyncio loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import signal
+import socket
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from queue_engine import sql
+from queue_engine.worker import capture
+from queue_engine.worker.execution import Execution, Outcome
+from queue_engine.worker.leader import Leader
+from queue_engine.worker.store import Connection
+
+log = logging.getLogger("queue_engine.worker")
+
+MAX_EVENT_IDS = 200  # ids per console hint; NOTIFY payloads stay far below 8000 bytes
+
+
+@dataclass
+class WorkerOptions:
+    conninfo: str
+    queues: list[str] = field(default_factory=list)  # empty: every queue
+    concurrency: int = 10
+    labels: list[str] = field(default_factory=list)
+    worker_id: str = ""
+    burst: bool = False
+    poll_interval: float = 1.0
+    shutdown_timeout: float = 30.0
+    max_rescues: int = 5
+    leader: bool = True  # take part in the leader election
+
+
+class Worker:
+    def __init__(self, options: WorkerOptions) -> None:
+        self.options = options
+        self.worker_id = options.worker_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.concurrency = max(1, options.concurrency)
+        self.threads = ThreadPoolExecutor(max_workers=self.concurrency * 2,
+                                          thread_name_prefix="job")
+        self.inflight: dict[int, Execution] = {}
+        self.outcomes: list[Outcome] = []
+        self.logs: list[tuple[Any, ...]] = []
+        self.progress: dict[int, tuple[int, float, str]] = {}
+        self.wakeup = asyncio.Event()
+        self.maybe_more = True
+        self.stopping = False
+        self.min_lock = 60.0
+        self.claimer = Connection(options.conninfo, "claimer")
+        self.aux = Connection(options.conninfo, "heartbeat")
+        self.listener = Connection(options.conninfo, "listener")
+        self.leader = Leader(self, Connection(options.conninfo, "leader"))
+        self._signals = 0
+        self._tasks: list[asyncio.Task[Any]] = []
+        self.claimed_total = 0
+
+    # --- lifecycle -----------------------------------------------------------
+
+    async def run(self) -> int:
+        capture.install()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._on_signal)
+        await self._register()
+        log.info("worker %s started: queues=%s concurrency=%d labels=%s", self.worker_id,
+                 ",".join(self.options.queues) or "all", self.concurrency,
+                 ",".join(self.options.labels) or "-")
+        self._tasks = [
+            asyncio.create_task(self._listen_loop(), name="listener"),
+            asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
+            asyncio.create_task(self._flush_loop(), name="flush"),
+            asyncio.create_task(self._watchdog_loop(), name="watchdog"),
+        ]
+        if self.options.leader:
+            self._tasks.append(asyncio.create_task(self.leader.run(), name="leader"))
+        try:
+            await self._claim_loop()
+        finally:
+            await self._stop()
+        return 0
+
+    def _on_signal(self) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            log.warning("second signal: aborting now; running jobs come back after their lease")
+            os._exit(1)
+        log.info("stopping: no more claims; waiting up to %ss for %d running job(s)",
+                 self.options.shutdown_timeout, len(self.inflight))
+        self.stopping = True
+        self.wakeup.set()
+
+    async def _stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._flush_logs_and_progress()
+        try:
+            await self.aux.run(lambda c: c.execute(sql.UNREGISTER_WORKER, [self.worker_id]),
+                               what="unregister", attempts=3)
+        except psycopg.Error:
+            pass
+        for conn in (self.claimer, self.aux, self.listener):
+            await conn.close()
+        await self.leader.close()
+        self.threads.shutdown(wait=False, cancel_futures=True)
+        log.info("worker %s stopped (%d jobs claimed)", self.worker_id, self.claimed_total)
+
+    async def _register(self) -> None:
+        params = {
+            "id": self.worker_id, "host": socket.gethostname(), "pid": os.getpid(),
+            "queues": self.options.queues, "labels": self.options.labels,
+            "concurrency": self.concurrency,
+        }
+        await self.aux.run(lambda c: c.execute(sql.REGISTER_WORKER, params), what="register")
+
+    # --- the hot loop -----------------------------------------------------------
+
+    async def _claim_loop(self) -> None:
+        deadline: float | None = None
+        while True:
+            if self.stopping:
+                if deadline is None:
+                    deadline = time.monotonic() + self.options.shutdown_timeout
+                if not self.inflight and not self.outcomes:
+                    return
+                if time.monotonic() >= deadline:
+                    await self._release_all()
+                    return
+            free = self.concurrency - len(self.inflight)
+            want = free if (free > 0 and self.maybe_more and not self.stopping) else 0
+            if not self.outcomes and want == 0:
+                if self.options.burst and not self.inflight and not self.maybe_more:
+                    if not await self.leader.promote_due():
+                        return
+                    self.maybe_more = True
+                    continue
+                await self._wait(deadline)
+                continue
+            outcomes, self.outcomes = self.outcomes, []
+            rows, token = await self._settle_and_claim(outcomes, want)
+            if want:
+                self.maybe_more = len(rows) >= want
+            for row in rows:
+                self._start(row, token)
+
+    async def _wait(self, deadline: float | None) -> None:
+        timeout = self.options.poll_interval
+        if deadline is not None:
+            timeout = max(0.0, min(timeout, deadline - time.monotonic()))
+        try:
+            await asyncio.wait_for(self.wakeup.wait(), timeout=timeout)
+        except TimeoutError:
+            self.maybe_more = True  # poll: notifications may have been lost
+        self.wakeup.clear()
+
+    def _start(self, row: tuple[Any, ...], token: int) -> None:
+        execution = Execution(self, row, token)
+        self.inflight[execution.job_id] = execution
+        self.claimed_total += 1
+        execution.task = asyncio.create_task(self._execute(execution))
+
+    async def _execute(self, execution: Execution) -> None:
+        try:
+            outcome = await execution.run()
+        except asyncio.CancelledError:
+            outcome = Outcome("released", execution)
+        except Exception as exc:  # a bug of ours: never lose the job
+            log.exception("job %s: internal error", execution.job_id)
+            outcome = execution._failure(exc, retryable=True)
+        self.inflight.pop(execution.job_id, None)
+        self.outcomes.append(outcome)
+        self.wakeup.set()
+
+    async def _settle_and_claim(self, outcomes: list[Outcome],
+                                want: int) -> tuple[list[tuple[Any, ...]], int]:
+        """Settle finished jobs and claim the next batch in one transaction, one round trip."""
+        token = random.getrandbits(62)
+        batch = SettleBatch.of(outcomes)
+        claim = {
+            "all_queues": not self.options.queues, "queues": self.options.queues,
+            "labels": self.options.labels, "limit": want, "worker": self.worker_id,
+            "token": token,
+        }
+
+        async def action(conn: psycopg.AsyncConnection) -> list[tuple[Any, ...]]:
+            async with conn.pipeline(), conn.transaction():
+                await batch.execute(conn)
+                claim_cursor = conn.cursor()
+                if want:
+                    await claim_cursor.execute(sql.CLAIM, claim)
+            return await claim_cursor.fetchall() if want else []
+
+        try:
+            rows = await self.claimer.run(action, what="settle and claim")
+        except psycopg.Error:
+            log.exception("settle and claim failed; the jobs will be rescued after their lease")
+            return [], token
+        batch.report(log)
+        return rows, token
+
+    async def _release_all(self) -> None:
+        executions = list(self.inflight.values())
+        log.warning("shutdown timeout: releasing %d running job(s)", len(executions))
+        params = {"ids": [e.job_id for e in executions], "tokens": [e.token for e in executions]}
+
+        async def action(conn: psycopg.AsyncConnection) -> None:
+            async with conn.transaction():
+                cur = await conn.execute(sql.RELEASE, params)
+                queues = sorted({q for _, q in await cur.fetchall()})
+                await conn.execute(sql.NOTIFY_QUEUES, [queues])
+
+        await self.claimer.run(action, what="release", attempts=5)
+        for execution in executions:
+            if execution.task is not None:
+                execution.task.cancel()
+        self.inflight.clear()
+        self.outcomes.clear()
+
+    # --- side loops ---------------------------------------------------------------
+
+    async def _listen_loop(self) -> None:
+        wanted = set(self.options.queues)
+        while True:
+            try:
+                conn = await self.listener.get()
+                await conn.execute("LISTEN qe_wake")
+                await conn.execute("LISTEN qe_control")
+                self.maybe_more = True
+                self.wakeup.set()  # catch up on what we missed while not listening
+                async for note in conn.notifies():
+                    if note.channel == "qe_wake":
+                        if not wanted or note.payload in wanted:
+                            self.maybe_more = True
+                            self.wakeup.set()
+                    else:
+                        self._on_control(note.payload)
+            except asyncio.CancelledError:
+                raise
+            except psycopg.Error as exc:
+                log.warning("listener: %s; reconnecting (polling meanwhile)",
+                            " ".join(str(exc).split())[:200])
+                await self.listener.close()
+                await asyncio.sleep(0.5)
+
+    def _on_control(self, payload: str) -> None:
+        try:
+            message = json.loads(payload)
+        except ValueError:
+            return
+        if message.get("action") == "cancel":
+            for job_id in message.get("ids", []):
+                execution = self.inflight.get(job_id)
+                if execution is not None:
+                    log.info("job %s: cancelled by %s", job_id, message.get("by", "an operator"))
+                    execution.cancel("cancelled")
+        elif message.get("action") in ("resume", "wake"):
+            self.maybe_more = True
+            self.wakeup.set()
+
+    async def _heartbeat_loop(self) -> None:
+        last = 0.0
+        while True:
+            interval = max(0.2, min(5.0, self.min_lock / 3))
+            await asyncio.sleep(min(interval, 0.5))
+            if time.monotonic() - last < interval:
+                continue
+            last = time.monotonic()
+            try:
+                await self.aux.run(self._heartbeat, what="heartbeat", attempts=1)
+            except psycopg.Error:
+                pass  # logged by run(); the next beat retries
+
+    async def _heartbeat(self, conn: psycopg.AsyncConnection) -> None:
+        executions = list(self.inflight.values())
+        async with conn.transaction():
+            await conn.execute(sql.WORKER_HEARTBEAT, {
+                "id": self.worker_id, "in_flight": len(executions),
+                "is_leader": self.leader.is_leader,
+            })
+            if not executions:
+                return
+            cur = await conn.execute(sql.HEARTBEAT, {
+                "ids": [e.job_id for e in executions], "tokens": [e.token for e in executions],
+            })
+            held = {row[0] for row in await cur.fetchall()}
+        for execution in executions:
+            if execution.job_id not in held and self.inflight.get(execution.job_id) is execution:
+                log.warning("job %s: lease lost (cancelled, rescued or removed); stopping it",
+                            execution.job_id)
+                execution.cancel("lease lost")
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(0.05)
+            if self.logs or self.progress:
+                await self._flush_logs_and_progress()
+
+    async def _flush_logs_and_progress(self) -> None:
+        logs, self.logs = self.logs, []
+        progress, self.progress = self.progress, {}
+        if not logs and not progress:
+            return
+        columns: list[list[Any]] = [list(c) for c in zip(*logs, strict=True)] if logs else []
+        job_ids = sorted({row[0] for row in logs} | set(progress))[:MAX_EVENT_IDS]
+
+        async def action(conn: psycopg.AsyncConnection) -> None:
+            async with conn.transaction():
+                if logs:
+                    await conn.execute(sql.INSERT_LOGS, dict(zip(
+                        ("job_ids", "attempts", "seqs", "streams", "levels", "ats", "texts"),
+                        columns, strict=True)))
+                if progress:
+                    ids = list(progress)
+                    await conn.execute(sql.PROGRESS, {
+                        "ids": ids, "tokens": [progress[i][0] for i in ids],
+                        "fractions": [progress[i][1] for i in ids],
+                        "messages": [progress[i][2] for i in ids],
+                    })
+                await conn.execute(sql.NOTIFY_EVENT, [json.dumps(
+                    {"type": "log" if logs else "progress", "ids": job_ids})])
+
+        try:
+            await self.aux.run(action, what="write logs", attempts=3)
+        except psycopg.Error:
+            log.warning("dropped %d log line(s) after repeated failures", len(logs))
+
+    async def _watchdog_loop(self) -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            now = time.monotonic()
+            for execution in list(self.inflight.values()):
+                definition = execution.definition
+                timeout = definition.idle_timeout if definition else None
+                if timeout and now - execution.touched_at > timeout:
+                    log.warning("job %s: idle for more than %ss; %s", execution.job_id,
+                                timeout, "cancelling" if execution.is_async else "abandoning")
+                    execution.cancel("idle timeout")
+
+
+@dataclass
+class SettleBatch:
+    """Finished jobs grouped by how they finished, as the arrays the settle SQL takes."""
+
+    succeeded: list[Outcome] = field(default_factory=list)
+    failed: list[Outcome] = field(default_factory=list)
+    retry: list[Outcome] = field(default_factory=list)
+    snoozed: list[Outcome] = field(default_factory=list)
+    released: list[Outcome] = field(default_factory=list)
+    results: list[Outcome] = field(default_factory=list)
+    cursors: list[tuple[str, int, psycopg.AsyncCursor[Any]]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, outcomes: list[Outcome]) -> SettleBatch:
+        batch = cls()
+        for outcome in sorted(outcomes, key=lambda o: o.execution.job_id):
+            if outcome.kind == "dropped":
+                if outcome.execution.completed_in_transaction and outcome.result is not None:
+                    batch.results.append(outcome)
+                continue
+            getattr(batch, outcome.kind).append(outcome)
+        return batch
+
+    async def execute(self, conn: psycopg.AsyncConnection) -> None:
+        """Queue the settle statements (in pipeline mode: sent together with the claim)."""
+        def ids_tokens(items: list[Outcome]) -> dict[str, Any]:
+            return {"ids": [o.execution.job_id for o in items],
+                    "tokens": [o.execution.token for o in items]}
+
+        statements: list[tuple[str, str, list[Outcome], dict[str, Any]]] = []
+        if self.succeeded:
+            statements.append(("succeeded", sql.SETTLE_SUCCEEDED, self.succeeded, {
+                **ids_tokens(self.succeeded), "results": [o.result for o in self.succeeded]}))
+        if self.failed:
+            statements.append(("failed", sql.SETTLE_FAILED, self.failed, {
+                **ids_tokens(self.failed), "errors": [o.error for o in self.failed]}))
+        if self.retry:
+            statements.append(("retried", sql.SETTLE_RETRY, self.retry, {
+                **ids_tokens(self.retry), "delays": [o.delay for o in self.retry],
+                "errors": [o.error for o in self.retry]}))
+        if self.snoozed:
+            statements.append(("snoozed", sql.SETTLE_SNOOZED, self.snoozed, {
+                **ids_tokens(self.snoozed), "delays": [o.delay for o in self.snoozed],
+                "payloads": [o.payload for o in self.snoozed]}))
+        if self.released:
+            statements.append(("released", sql.RELEASE, self.released,
+                               ids_tokens(self.released)))
+        if self.results:
+            statements.append(("results", sql.RECORD_RESULT, self.results, {
+                "ids": [o.execution.job_id for o in self.results],
+                "results": [o.result for o in self.results]}))
+        for name, statement, items, params in statements:
+            cursor = conn.cursor()
+            self.cursors.append((name, len(items), cursor))
+            await cursor.execute(statement, params)
+        wake = sorted({o.execution.queue for o in self.retry + self.snoozed + self.released
+                       if o.delay <= 0})
+        if wake:
+            await conn.execute(sql.NOTIFY_QUEUES, [wake])
+        changed = [o.execution.job_id for o in
+                   self.succeeded + self.failed + self.retry + self.snoozed + self.released]
+        if changed:
+            await conn.execute(sql.NOTIFY_EVENT, [json.dumps(
+                {"type": "jobs", "ids": changed[:MAX_EVENT_IDS],
+                 "queues": sorted({o.execution.queue for o in changed_outcomes(self)})})])
+
+    def report(self, logger: logging.Logger) -> None:
+        stale: dict[str, int] = defaultdict(int)
+        for name, sent, cursor in self.cursors:
+            if name != "results" and cursor.rowcount >= 0 and cursor.rowcount < sent:
+                stale[name] += sent - cursor.rowcount
+        for name, count in stale.items():
+            logger.info("%d %s job(s) were no longer ours (cancelled or rescued): left as is",
+                        count, name)
+
+
+def changed_outcomes(batch: SettleBatch) -> list[Outcome]:
+    return batch.succeeded + batch.failed + batch.retry + batch.snoozed + batch.released

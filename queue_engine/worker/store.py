@@ -1,0 +1,80 @@
+"""The worker's connections to Postgres: connect with patience, retry what is safe to retry."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import psycopg
+from psycopg import errors
+
+log = logging.getLogger("queue_engine.worker")
+T = TypeVar("T")
+
+RETRYABLE_SQLSTATES = {"40P01", "40001"}  # deadlock, serialization failure
+
+
+class Connection:
+    """One psycopg connection that reconnects when it breaks."""
+
+    def __init__(self, conninfo: str, purpose: str) -> None:
+        self.conninfo = conninfo
+        self.purpose = purpose
+        self.conn: psycopg.AsyncConnection | None = None
+        self.pid: int | None = None
+
+    async def get(self) -> psycopg.AsyncConnection:
+        if self.conn is not None and not self.conn.closed and not self.conn.broken:
+            return self.conn
+        delay = 0.1
+        while True:
+            try:
+                self.conn = await psycopg.AsyncConnection.connect(
+                    self.conninfo, autocommit=True,
+                    application_name=f"queue_engine {self.purpose}",
+                )
+                self.pid = self.conn.info.backend_pid
+                return self.conn
+            except psycopg.OperationalError as exc:
+                reason = " ".join(str(exc).split())[:200]
+                log.warning("%s: cannot reach Postgres (%s); retrying in %.1fs",
+                            self.purpose, reason, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            try:
+                await self.conn.close()
+            except Exception:  # pragma: no cover
+                pass
+            self.conn = None
+
+    async def run(self, action: Callable[[psycopg.AsyncConnection], Awaitable[T]],
+                  *, what: str, attempts: int = 0) -> T:
+        """Run `action`, reconnecting on connection loss and retrying deadlocks.
+
+        `attempts=0` retries until it succeeds; only pass idempotent actions.
+        """
+        tried = 0
+        delay = 0.01
+        while True:
+            tried += 1
+            conn = await self.get()
+            try:
+                return await action(conn)
+            except (errors.DeadlockDetected, errors.SerializationFailure) as exc:
+                log.info("%s: %s; retrying", what, exc.sqlstate)
+                failure: Exception = exc
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                reason = " ".join(str(exc).split())[:200]
+                log.warning("%s: connection lost (%s); reconnecting", what, reason)
+                await self.close()
+                failure = exc
+            if attempts and tried >= attempts:
+                raise failure
+            await asyncio.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 2.0)
