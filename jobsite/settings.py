@@ -8,6 +8,7 @@
 | DJANGO_ALLOWED_HOSTS  | localhost,127.0.0.1              | comma separated                          |
 | JOBSITE_DB_POOL       | 1 under daphne, else 0           | use psycopg's connection pool            |
 | JOBSITE_DATA_DIR      | .data                            | where the embedded Postgres keeps data   |
+| JOBSITE_JOB_MODULES   | (none)                           | extra modules with @job kinds, comma sep |
 """
 
 from __future__ import annotations
@@ -112,7 +113,10 @@ TASKS = {"default": {"BACKEND": "queue_engine.tasks_backend.QueueEngineBackend"}
 
 # Engine options; every key and its default is documented in queue_engine/conf.py.
 QUEUE_ENGINE: dict[str, Any] = {
-    "JOB_MODULES": ["jobsite.demo_jobs"],
+    "JOB_MODULES": [
+        "jobsite.demo_jobs",
+        *[m.strip() for m in os.environ.get("JOBSITE_JOB_MODULES", "").split(",") if m.strip()],
+    ],
 }
 
 LOGGING = {

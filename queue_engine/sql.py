@@ -343,3 +343,77 @@ UPDATE queue_engine_jobrecord SET result = d.result
 
 LEADER_LOCK_KEY = 7_146_010_351_917_311  # pg_try_advisory_lock key of the leader
 TRY_LEADER_LOCK = "SELECT pg_try_advisory_lock(%s)"
+
+
+# --- operator actions (queue_engine.ops) ------------------------------------------
+
+# Cancel live jobs (any state): they move to history as cancelled. Running ones
+# are told through NOTIFY and stop cooperatively; their settle is then fenced out.
+OPS_CANCEL = f"""
+WITH gone AS (
+    DELETE FROM queue_engine_job j
+     WHERE j.id = ANY(%(ids)s::bigint[])
+    RETURNING j.*
+)
+INSERT INTO queue_engine_jobrecord ({MOVED}, state, worker, finished_at)
+SELECT id, queue, kind, name, priority, payload, attempt, max_attempts, backoff,
+       errors || jsonb_build_array(jsonb_build_object(
+           'attempt', attempt, 'class', 'queue_engine.Cancelled',
+           'message', 'cancelled by ' || %(actor)s, 'traceback', '',
+           'worker', lease_owner, 'at', now())),
+       dedup_key, group_key, labels, flow_id, node_key, meta, progress, progress_message,
+       rescues, run_at, created_at, started_at, 'cancelled', COALESCE(lease_owner, ''), now()
+  FROM gone
+RETURNING id, (SELECT state FROM gone g WHERE g.id = queue_engine_jobrecord.id)
+"""
+
+# Run waiting jobs now (scheduled for a retry or later): available at once.
+OPS_RUN_NOW = """
+UPDATE queue_engine_job SET state = 'available', run_at = now()
+ WHERE id = ANY(%(ids)s::bigint[]) AND state IN ('available', 'scheduled')
+RETURNING id, queue
+"""
+
+# Redrive ended jobs back into the live table with fresh attempts. Errors are
+# kept for the record. A dedup key already held by a live job (or by an earlier
+# job in the same batch) is dropped so the redrive cannot collide.
+OPS_REDRIVE = f"""
+WITH picked AS (
+    SELECT r.*, row_number() OVER (PARTITION BY r.kind, r.dedup_key ORDER BY r.id) AS nth
+      FROM queue_engine_jobrecord r
+     WHERE r.id = ANY(%(ids)s::bigint[]) AND r.state = ANY(%(states)s::varchar[])
+       FOR UPDATE
+), gone AS (
+    DELETE FROM queue_engine_jobrecord r USING picked
+     WHERE r.id = picked.id
+    RETURNING picked.*
+)
+INSERT INTO queue_engine_job ({MOVED}, state, pending_deps)
+SELECT id, queue, kind, name, priority, payload, 0, max_attempts, backoff, errors,
+       CASE WHEN dedup_key IS NULL OR nth > 1 OR EXISTS (
+                SELECT 1 FROM queue_engine_job l WHERE l.kind = gone.kind
+                   AND l.dedup_key = gone.dedup_key) THEN NULL ELSE dedup_key END,
+       group_key, labels, flow_id, node_key,
+       meta || jsonb_build_object('redriven', COALESCE((meta->>'redriven')::int, 0) + 1),
+       NULL, '', 0, now(), created_at, NULL, 'available', 0
+  FROM gone
+RETURNING id, queue
+"""
+
+# The next batch of a queue's dead letter, oldest first.
+OPS_DEAD_BATCH = """
+SELECT id FROM queue_engine_jobrecord
+ WHERE queue = %(queue)s AND state = 'failed' AND id > %(after)s
+ ORDER BY id LIMIT %(limit)s
+"""
+
+OPS_REMOVE_LIVE = """
+DELETE FROM queue_engine_job WHERE id = ANY(%(ids)s::bigint[]) AND state <> 'running'
+RETURNING id
+"""
+
+OPS_REMOVE_RECORDS = """
+DELETE FROM queue_engine_jobrecord WHERE id = ANY(%(ids)s::bigint[]) RETURNING id
+"""
+
+NOTIFY_CONTROL = "SELECT pg_notify('qe_control', %s)"

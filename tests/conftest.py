@@ -21,3 +21,23 @@ def conninfo(db: None) -> str:
 def other_connection(conninfo: str) -> Iterator[psycopg.Connection]:
     with psycopg.connect(conninfo, autocommit=True) as conn:
         yield conn
+
+
+@pytest.fixture
+def workers(transactional_db: None, tmp_path, request):  # type: ignore[no-untyped-def]
+    """Real runworker subprocesses on the test database, stopped before the tables are flushed."""
+    from tests.workers import Workers
+
+    pool = Workers(tmp_path)
+    yield pool
+    pool.stop_all()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        print(pool.output())
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

@@ -27,3 +27,142 @@ def positional(x: int, /, y: int, *rest: int, flag: bool = False, **extra: Any) 
 @job(kind="tests.async_echo")
 async def async_echo(ctx: Any, value: str) -> str:
     return value
+
+
+# --- behaviours exercised by the worker tests --------------------------------------
+
+import asyncio  # noqa: E402
+import logging  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
+
+from django.db import connection  # noqa: E402
+
+from queue_engine import Fatal, Retry, Snooze  # noqa: E402
+
+logger = logging.getLogger("tests.jobs")
+
+
+def record_execution(job_id: int, attempt: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SET synchronous_commit = off")
+        cursor.execute("INSERT INTO test_executions (job_id, attempt, pid) VALUES (%s, %s, %s)",
+                       [job_id, attempt, os.getpid()])
+
+
+@job(kind="tests.record", queue="record")
+def record(ctx: Any, pause: float = 0.0) -> int:
+    record_execution(ctx.job_id, ctx.attempt)
+    if pause:
+        time.sleep(pause)
+    return ctx.attempt
+
+
+@job(kind="tests.async_noop", queue="fast")
+async def async_noop() -> None:
+    return None
+
+
+@job(kind="tests.flaky", max_attempts=5, backoff=Backoff.fixed(0.1))
+def flaky(ctx: Any, succeed_on: int) -> str:
+    if ctx.attempt < succeed_on:
+        raise ConnectionError(f"attempt {ctx.attempt} failed")
+    return f"ok on {ctx.attempt}"
+
+
+@job(kind="tests.always_fails", max_attempts=3, backoff=Backoff.fixed(0.05))
+def always_fails() -> None:
+    raise ValueError("this never works")
+
+
+@job(kind="tests.fatal", max_attempts=10)
+def fatal() -> None:
+    raise Fatal("the card was declined")
+
+
+@job(kind="tests.fatal_by_default", max_attempts=10, on_error="fatal")
+def fatal_by_default() -> None:
+    raise KeyError("missing")
+
+
+@job(kind="tests.retry_later", max_attempts=3)
+def retry_later(ctx: Any, delay: float) -> int:
+    if ctx.attempt == 1:
+        raise Retry("rate limited", delay=delay)
+    return ctx.attempt
+
+
+@job(kind="tests.snoozer", max_attempts=1)
+def snoozer(ctx: Any, cursor: int = 0) -> int:
+    if cursor < 3:
+        raise Snooze(0.1, payload={"cursor": cursor + 1})
+    return cursor
+
+
+@job(kind="tests.talker")
+def talker(ctx: Any) -> None:
+    print("line one from print")
+    logger.warning("line two from logging")
+    ctx.log("line three from ctx.log")
+    print("line four to stderr", file=__import__("sys").stderr)
+    ctx.progress(0.5, "halfway")
+
+
+@job(kind="tests.async_talker")
+async def async_talker(ctx: Any) -> None:
+    print("async print")
+    ctx.log("async ctx.log")
+    await asyncio.sleep(0.01)
+    logger.warning("async logging")
+
+
+@job(kind="tests.cooperative", queue="slow")
+def cooperative(ctx: Any, seconds: float) -> str:
+    started = time.monotonic()
+    while (elapsed := time.monotonic() - started) < seconds:
+        if ctx.sleep(0.05):
+            return "stopped early"
+        ctx.progress(elapsed / seconds, f"{elapsed:.1f}s of {seconds}s")
+    return "finished"
+
+
+@job(kind="tests.async_sleeper", queue="slow")
+async def async_sleeper(seconds: float) -> str:
+    await asyncio.sleep(seconds)
+    return "finished"
+
+
+@job(kind="tests.silent_async", idle_timeout=1, max_attempts=2, backoff=Backoff.fixed(60))
+async def silent_async() -> None:
+    await asyncio.sleep(30)
+
+
+@job(kind="tests.silent_sync", idle_timeout=1, max_attempts=5)
+def silent_sync(ctx: Any) -> None:
+    ctx.sleep(4)
+
+
+@job(kind="tests.atomic_writer")
+def atomic_writer(ctx: Any, key: str, stall: float = 0.0) -> str:
+    if stall:
+        time.sleep(stall)
+    with ctx.atomic(), connection.cursor() as cursor:
+        cursor.execute("INSERT INTO test_effects (key, job_id) VALUES (%s, %s)",
+                       [key, ctx.job_id])
+    return key
+
+
+@job(kind="tests.needs_gpu", labels=["gpu"])
+def needs_gpu() -> str:
+    return "gpu"
+
+
+@job(kind="tests.poison", queue="poison")
+def poison() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@job(kind="tests.returns_set")
+def returns_set() -> set[int]:
+    return {1, 2}

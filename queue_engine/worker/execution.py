@@ -143,12 +143,14 @@ class Execution:
             self.flush_streams()
         if self.cancelled.is_set() and self.cancel_reason != "lease lost":
             return self._cancelled_outcome()
-        if self.completed_in_transaction:
-            return Outcome("dropped", self)
         try:
             text = dump_json(result, what=f"{self.kind}: the return value")
         except PayloadError as exc:
+            if self.completed_in_transaction:
+                return Outcome("dropped", self)  # completed already; the value is lost
             return self._failure(exc, retryable=False)
+        if self.completed_in_transaction:
+            return Outcome("dropped", self, result=text)  # only the value is left to record
         return Outcome("succeeded", self, result=text)
 
     async def _run_async(self, definition: JobDefinition) -> Any:

@@ -1,0 +1,160 @@
+"""Every operator action. The console, the admin and the CLI call only these.
+
+Each action runs in one transaction together with the AuditEvent that records
+it, and refuses what it cannot do with a message that says why.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import connection, transaction
+
+from queue_engine import sql
+from queue_engine.models import AuditEvent, Job, JobRecord
+
+
+class OpsError(ValueError):
+    """An operator action that cannot be done as asked; nothing changed."""
+
+
+def actor_name(actor: Any) -> str:
+    if actor is None:
+        return "system"
+    if isinstance(actor, str):
+        return actor
+    return str(getattr(actor, "get_username", lambda: actor)())
+
+
+def audit(actor: Any, action: str, target_type: str, target: str, count: int,
+          **details: Any) -> AuditEvent:
+    return AuditEvent.objects.create(actor=actor_name(actor), action=action,
+                                     target_type=target_type, target=target[:255],
+                                     count=count, details=details)
+
+
+def _notify(queues: Iterable[str], ids: list[int]) -> None:
+    with connection.cursor() as cursor:
+        wake = sorted(set(queues))
+        if wake:
+            cursor.execute(sql.NOTIFY_QUEUES, [wake])
+        cursor.execute(sql.NOTIFY_EVENT, [json.dumps({"type": "jobs", "ids": ids[:200]})])
+
+
+def _describe(job_id: int) -> str:
+    record = JobRecord.objects.filter(pk=job_id).values_list("state", flat=True).first()
+    if record is not None:
+        return f"job {job_id} already ended ({record})"
+    return f"job {job_id} does not exist"
+
+
+def cancel_job(job_id: int, *, actor: Any = None) -> None:
+    """Cancel a live job; a running one is told to stop and its result is discarded."""
+    if cancel_jobs([job_id], actor=actor) == 0:
+        raise OpsError(f"Cannot cancel: {_describe(job_id)}.")
+
+
+def cancel_jobs(ids: list[int], *, actor: Any = None) -> int:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql.OPS_CANCEL, {"ids": ids, "actor": actor_name(actor)})
+        rows = cursor.fetchall()
+        running = [job_id for job_id, state in rows if state == "running"]
+        if running:
+            cursor.execute(sql.NOTIFY_CONTROL, [json.dumps(
+                {"action": "cancel", "ids": running, "by": actor_name(actor)})])
+        if rows:
+            _notify([], [r[0] for r in rows])
+            audit(actor, "cancel", "job", _target(rows), len(rows), running=len(running))
+    return len(rows)
+
+
+def retry_job(job_id: int, *, actor: Any = None) -> str:
+    """Run a waiting job now, or redrive an ended one. Returns what was done."""
+    with transaction.atomic():
+        live = Job.objects.select_for_update().filter(pk=job_id).first()
+        if live is not None:
+            if live.state == "running":
+                raise OpsError(f"Cannot retry job {job_id}: it is running now; cancel it first "
+                               "or wait for it to end.")
+            if live.state == "blocked":
+                raise OpsError(f"Cannot retry job {job_id}: it waits for its flow's "
+                               "dependencies.")
+            with connection.cursor() as cursor:
+                cursor.execute(sql.OPS_RUN_NOW, {"ids": [job_id]})
+                rows = cursor.fetchall()
+            _notify([q for _, q in rows], [job_id])
+            audit(actor, "retry", "job", str(job_id), 1, mode="run_now")
+            return "run_now"
+        if redrive_jobs([job_id], actor=actor, states=("failed", "cancelled", "succeeded"),
+                        action="retry") == 0:
+            raise OpsError(f"Cannot retry: job {job_id} does not exist.")
+        return "redriven"
+
+
+def remove_job(job_id: int, *, actor: Any = None) -> None:
+    """Delete a job for good (waiting or ended). Running jobs are refused."""
+    with transaction.atomic():
+        state = Job.objects.filter(pk=job_id).values_list("state", flat=True).first()
+        if state == "running":
+            raise OpsError(f"Cannot remove job {job_id}: it is running now; cancel it first.")
+        if remove_jobs([job_id], actor=actor) == 0:
+            raise OpsError(f"Cannot remove: job {job_id} does not exist.")
+
+
+def remove_jobs(ids: list[int], *, actor: Any = None) -> int:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql.OPS_REMOVE_LIVE, {"ids": ids})
+        removed = [r[0] for r in cursor.fetchall()]
+        cursor.execute(sql.OPS_REMOVE_RECORDS, {"ids": ids})
+        removed += [r[0] for r in cursor.fetchall()]
+        if removed:
+            _notify([], removed)
+            audit(actor, "remove", "job", _target([(i,) for i in removed]), len(removed))
+    return len(removed)
+
+
+def redrive_job(job_id: int, *, actor: Any = None) -> None:
+    """Put one dead (or cancelled) job back in its queue with fresh attempts."""
+    if redrive_jobs([job_id], actor=actor) == 0:
+        state = Job.objects.filter(pk=job_id).values_list("state", flat=True).first()
+        if state is not None:
+            raise OpsError(f"Cannot redrive job {job_id}: it has not ended (it is {state}).")
+        raise OpsError(f"Cannot redrive: {_describe(job_id)}, not failed or cancelled.")
+
+
+def redrive_jobs(ids: list[int], *, actor: Any = None,
+                 states: tuple[str, ...] = ("failed", "cancelled"),
+                 action: str = "redrive", queue: str | None = None) -> int:
+    """Redrive these ended jobs; with `queue`, audited as a batch of that queue's redrive."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql.OPS_REDRIVE, {"ids": ids, "states": list(states)})
+        rows = cursor.fetchall()
+        if rows:
+            _notify([q for _, q in rows], [r[0] for r in rows])
+            if queue is None:
+                audit(actor, action, "job", _target(rows), len(rows))
+            else:
+                audit(actor, "redrive_queue", "queue", queue, len(rows),
+                      first=rows[0][0], last=rows[-1][0])
+    return len(rows)
+
+
+def redrive_queue(queue: str, *, actor: Any = None, batch_size: int = 1000) -> int:
+    """Redrive a queue's whole dead letter, in batches of short transactions."""
+    total, after = 0, 0
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(sql.OPS_DEAD_BATCH, {"queue": queue, "after": after,
+                                                "limit": batch_size})
+            ids = [r[0] for r in cursor.fetchall()]
+        if not ids:
+            return total
+        after = ids[-1]
+        total += redrive_jobs(ids, actor=actor, queue=queue)
+
+
+def _target(rows: list[tuple[Any, ...]]) -> str:
+    ids = [str(r[0]) for r in rows]
+    return ids[0] if len(ids) == 1 else f"{len(ids)} jobs: " + ", ".join(ids[:20])

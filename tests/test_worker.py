@@ -1,0 +1,318 @@
+"""runworker against a real Postgres, as subprocesses: what users see happen to jobs."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from django.db import connection
+
+from queue_engine import ops
+from queue_engine.models import Job, JobLog, JobRecord, QueueConfig, WorkerProcess
+from tests import jobs
+from tests.workers import Workers, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def side_tables(transactional_db: None) -> Iterator[None]:
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS test_executions, test_effects")
+        cursor.execute("CREATE TABLE test_executions (job_id bigint, attempt int, pid int)")
+        cursor.execute("CREATE TABLE test_effects (key text PRIMARY KEY, job_id bigint)")
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS test_executions, test_effects")
+
+
+def record(job_id: int) -> JobRecord:
+    return wait_for(lambda: JobRecord.objects.filter(pk=job_id).first(), timeout=15,
+                    message=f"job {job_id} to end")
+
+
+def test_burst_runs_everything_then_exits_zero(workers: Workers) -> None:
+    ids = jobs.add.enqueue_many([{"a": i, "b": 1} for i in range(30)])
+    scheduled = jobs.add.using(delay=3600).enqueue(a=0, b=0)
+
+    result = workers.run_burst("--concurrency", "8")
+
+    assert result.returncode == 0, result.stderr
+    results = dict(JobRecord.objects.filter(pk__in=ids).values_list("id", "result"))
+    assert [results[i] for i in ids] == [i + 1 for i in range(30)]
+    assert JobRecord.objects.filter(pk__in=ids, state="succeeded").count() == 30
+    assert Job.objects.get(pk=scheduled.id).state == "scheduled"
+    assert not WorkerProcess.objects.exists()
+
+
+def test_async_and_sync_handlers_record_timings(workers: Workers) -> None:
+    a = jobs.async_echo.enqueue("hello")
+    s = jobs.add.enqueue(a=2, b=2)
+
+    workers.run_burst()
+
+    for job_id, expected in ((a.id, "hello"), (s.id, 4)):
+        rec = JobRecord.objects.get(pk=job_id)
+        assert (rec.state, rec.result, rec.attempt) == ("succeeded", expected, 1)
+        assert rec.created_at <= rec.started_at <= rec.finished_at
+        assert rec.worker
+
+
+def test_flaky_job_retries_with_backoff_then_succeeds(workers: Workers) -> None:
+    job = jobs.flaky.enqueue(succeed_on=3)
+    workers.start()
+
+    rec = record(job.id)
+
+    assert (rec.state, rec.result, rec.attempt) == ("succeeded", "ok on 3", 3)
+    assert [e["attempt"] for e in rec.errors] == [1, 2]
+    assert rec.errors[0]["class"] == "builtins.ConnectionError"
+    assert "attempt 1 failed" in rec.errors[0]["traceback"]
+
+
+def test_exhausted_attempts_go_to_the_dead_letter_with_every_error(workers: Workers) -> None:
+    job = jobs.always_fails.enqueue()
+    workers.start()
+
+    rec = record(job.id)
+
+    assert (rec.state, rec.attempt) == ("failed", 3)
+    assert [e["attempt"] for e in rec.errors] == [1, 2, 3]
+    assert all(e["message"] == "this never works" and e["worker"] for e in rec.errors)
+
+
+@pytest.mark.parametrize("definition", [jobs.fatal, jobs.fatal_by_default])
+def test_fatal_errors_skip_the_remaining_attempts(workers: Workers, definition) -> None:  # type: ignore[no-untyped-def]
+    job = definition.enqueue()
+    workers.start()
+
+    rec = record(job.id)
+
+    assert (rec.state, rec.attempt, len(rec.errors)) == ("failed", 1, 1)
+
+
+def test_retry_with_delay_waits_on_the_database_clock(workers: Workers) -> None:
+    job = jobs.retry_later.enqueue(delay=1.5)
+    workers.start()
+
+    rec = record(job.id)
+
+    assert (rec.state, rec.result) == ("succeeded", 2)
+    assert (rec.finished_at - rec.started_at).total_seconds() < 1
+    assert (rec.started_at - rec.created_at).total_seconds() >= 1.4
+
+
+def test_snooze_reschedules_without_burning_attempts_and_updates_payload(
+    workers: Workers,
+) -> None:
+    job = jobs.snoozer.enqueue()
+    workers.start()
+
+    rec = record(job.id)
+
+    assert (rec.state, rec.result, rec.attempt) == ("succeeded", 3, 1)
+    assert rec.payload == {"cursor": 3}
+    assert rec.meta["snoozed"] == 3
+
+
+def test_unserialisable_return_value_fails_the_job_clearly(workers: Workers) -> None:
+    job = jobs.returns_set.enqueue()
+    workers.start()
+
+    rec = record(job.id)
+
+    assert rec.state == "failed"
+    assert "return value has a set" in rec.errors[0]["message"]
+
+
+def test_labels_restrict_which_worker_claims(workers: Workers) -> None:
+    job = jobs.needs_gpu.enqueue()
+
+    workers.run_burst("--labels", "cpu")
+    assert Job.objects.get(pk=job.id).state == "available"
+
+    workers.run_burst("--labels", "cpu,gpu")
+    assert JobRecord.objects.get(pk=job.id).result == "gpu"
+
+
+def test_print_logging_and_ctx_log_land_in_order(workers: Workers) -> None:
+    sync_job = jobs.talker.enqueue()
+    async_job = jobs.async_talker.enqueue()
+
+    workers.run_burst()
+
+    lines = list(JobLog.objects.filter(job_id=sync_job.id).order_by("seq")
+                 .values_list("stream", "text"))
+    assert lines == [
+        ("stdout", "line one from print"),
+        ("log", "tests.jobs: line two from logging"),
+        ("log", "line three from ctx.log"),
+        ("stderr", "line four to stderr"),
+    ]
+    async_lines = list(JobLog.objects.filter(job_id=async_job.id).order_by("seq")
+                       .values_list("text", flat=True))
+    assert async_lines == ["async print", "async ctx.log", "tests.jobs: async logging"]
+
+
+def test_progress_is_visible_while_running(workers: Workers) -> None:
+    job = jobs.cooperative.enqueue(seconds=5)
+    workers.start()
+
+    live = wait_for(lambda: Job.objects.filter(pk=job.id, progress__gt=0.1).first())
+
+    assert live.state == "running"
+    assert live.progress_message.endswith("s of 5s")
+
+
+@pytest.mark.parametrize("definition", [jobs.cooperative, jobs.async_sleeper])
+def test_cancel_reaches_a_running_job_within_a_second(workers: Workers, definition) -> None:  # type: ignore[no-untyped-def]
+    job = definition.enqueue(seconds=30)
+    workers.start("--queues", "slow")
+    wait_for(lambda: Job.objects.filter(pk=job.id, state="running").exists())
+    time.sleep(0.3)
+
+    ops.cancel_job(job.id, actor="alice")
+    started = time.monotonic()
+
+    rec = JobRecord.objects.get(pk=job.id)
+    assert rec.state == "cancelled" and "cancelled by alice" in rec.errors[-1]["message"]
+    wait_for(lambda: "cancelled by alice" in workers.output(), timeout=2,
+             message="the worker to stop the job")
+    assert time.monotonic() - started < 1.5
+    assert WorkerProcess.objects.get().in_flight in (0, 1)
+    wait_for(lambda: WorkerProcess.objects.get().in_flight == 0, timeout=8)
+
+
+def test_idle_async_job_is_cancelled_and_retried(workers: Workers) -> None:
+    job = jobs.silent_async.enqueue()
+    workers.start()
+
+    wait_for(lambda: Job.objects.filter(pk=job.id, state="scheduled").exists(), timeout=10)
+
+    live = Job.objects.get(pk=job.id)
+    assert live.attempt == 1
+    assert live.errors[0]["class"] == "queue_engine.worker.execution.IdleTimeout"
+
+
+def test_idle_sync_job_is_abandoned_to_the_dead_letter(workers: Workers) -> None:
+    job = jobs.silent_sync.enqueue()
+    workers.start("--concurrency", "1")
+    other = jobs.add.enqueue(a=1, b=1)
+
+    rec = record(job.id)
+
+    assert rec.state == "failed" and rec.attempt == 1
+    assert "IdleTimeout" in rec.errors[0]["class"]
+    assert record(other.id).state == "succeeded"
+
+
+def test_atomic_block_commits_effects_with_completion(workers: Workers, side_tables: None) -> None:
+    job = jobs.atomic_writer.enqueue(key="k1")
+    workers.start()
+
+    rec = wait_for(lambda: JobRecord.objects.filter(pk=job.id, result__isnull=False).first())
+
+    assert (rec.state, rec.result) == ("succeeded", "k1")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT job_id FROM test_effects WHERE key = 'k1'")
+        assert cursor.fetchall() == [(job.id,)]
+
+
+def test_atomic_block_of_a_cancelled_job_commits_nothing(workers: Workers,
+                                                         side_tables: None) -> None:
+    job = jobs.atomic_writer.enqueue(key="k2", stall=1.5)
+    workers.start()
+    wait_for(lambda: Job.objects.filter(pk=job.id, state="running").exists())
+
+    ops.cancel_job(job.id, actor="test")
+    time.sleep(2.5)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM test_effects")
+        assert cursor.fetchone() == (0,)
+    assert JobRecord.objects.get(pk=job.id).state == "cancelled"
+
+
+def test_sigterm_lets_short_jobs_finish_and_releases_long_ones(workers: Workers) -> None:
+    long_job = jobs.async_sleeper.enqueue(seconds=60)
+    short_job = jobs.cooperative.enqueue(seconds=1)
+    proc = workers.start("--queues", "slow", "--shutdown-timeout", "2.5")
+    wait_for(lambda: Job.objects.filter(state="running").count() == 2)
+
+    proc.send_signal(signal.SIGTERM)
+    late = jobs.async_sleeper.enqueue(seconds=0)
+
+    assert proc.wait(10) == 0
+    assert JobRecord.objects.get(pk=short_job.id).result == "finished"
+    released = Job.objects.get(pk=long_job.id)
+    assert (released.state, released.attempt, released.lease_owner) == ("available", 0, None)
+    assert Job.objects.get(pk=late.id).state == "available"
+    assert not WorkerProcess.objects.exists()
+
+
+def test_second_signal_aborts_at_once(workers: Workers) -> None:
+    job = jobs.async_sleeper.enqueue(seconds=60)
+    proc = workers.start("--queues", "slow", "--shutdown-timeout", "60")
+    wait_for(lambda: Job.objects.filter(pk=job.id, state="running").exists())
+
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+
+    assert proc.wait(5) == 1
+    assert Job.objects.get(pk=job.id).state == "running"  # comes back after its lease
+
+
+def test_killed_worker_jobs_come_back_after_the_lease(workers: Workers,
+                                                      side_tables: None) -> None:
+    QueueConfig.objects.update_or_create(name="record", defaults={"lock_duration": 2})
+    job = jobs.record.enqueue(pause=30)
+    victim = workers.start("--queues", "record")
+    wait_for(lambda: Job.objects.filter(pk=job.id, state="running").exists())
+
+    victim.kill()
+    victim.wait()
+    workers.start("--queues", "record")
+    Job.objects.filter(pk=job.id).update(payload={"pause": 0})
+
+    rec = record(job.id)
+    assert (rec.state, rec.attempt, rec.result) == ("succeeded", 2, 2)
+    assert rec.errors[0]["class"] == "queue_engine.LeaseExpired"
+    assert rec.rescues == 1
+
+
+def test_poison_job_that_kills_its_worker_is_dead_lettered(workers: Workers) -> None:
+    QueueConfig.objects.update_or_create(name="poison", defaults={"lock_duration": 1})
+    job = jobs.poison.enqueue()
+    env = {}
+    restarted = 0
+    workers.start("--queues", "poison")
+    deadline = time.monotonic() + 40
+    while not JobRecord.objects.filter(pk=job.id).exists():
+        assert time.monotonic() < deadline, workers.output()
+        if all(p.poll() is not None for p in workers.procs):
+            restarted += 1
+            workers.start("--queues", "poison", env=env)
+        time.sleep(0.2)
+
+    rec = JobRecord.objects.get(pk=job.id)
+    assert rec.state == "failed"
+    assert rec.rescues == 5 and restarted >= 4
+
+
+def test_supervisor_runs_n_processes_and_restarts_a_dead_one(workers: Workers) -> None:
+    workers.start("--processes", "2", "--worker-id", "fleet")
+    wait_for(lambda: WorkerProcess.objects.count() == 2, timeout=15)
+    victim = WorkerProcess.objects.get(id="fleet-0")
+
+    import os
+
+    os.kill(victim.pid, signal.SIGKILL)
+
+    wait_for(lambda: WorkerProcess.objects.filter(id="fleet-0").exclude(pid=victim.pid)
+             .exists(), timeout=15, message="worker 0 to come back")
+    ids = jobs.add.enqueue_many([{"a": i, "b": 0} for i in range(20)])
+    wait_for(lambda: JobRecord.objects.filter(pk__in=ids).count() == 20, timeout=15)
