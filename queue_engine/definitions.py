@@ -136,18 +136,20 @@ class JobDefinition:
     takes_context: bool = False
     django_task: bool = False
     options: EnqueueOptions = field(default_factory=EnqueueOptions)
+    signature: inspect.Signature = field(init=False, repr=False, compare=False)
+    is_async: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.func)
-
-    @property
-    def signature(self) -> inspect.Signature:
+    def __post_init__(self) -> None:
+        # Computed once: the worker asks for these on every job.
         sig = inspect.signature(self.func)
         if self.takes_context:
-            params = list(sig.parameters.values())[1:]
-            sig = sig.replace(parameters=params)
-        return sig
+            sig = sig.replace(parameters=list(sig.parameters.values())[1:])
+        params = list(sig.parameters.values())
+        object.__setattr__(self, "signature", sig)
+        object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.func))
+        object.__setattr__(self, "_simple", all(
+            p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY,
+                       inspect.Parameter.VAR_KEYWORD) for p in params))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)
@@ -178,6 +180,8 @@ class JobDefinition:
 
     def call_arguments(self, payload: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         """The inverse of `payload_for`: positional and keyword arguments for the handler."""
+        if self._simple:  # type: ignore[attr-defined]
+            return [], dict(payload)
         params = list(self.signature.parameters.values())
         kwargs: dict[str, Any] = dict(payload)
         star = next((p for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), None)

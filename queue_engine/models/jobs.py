@@ -104,13 +104,13 @@ class Job(JobFields):
             ),
             models.Index(fields=["run_at"], name="qe_job_scheduled",
                          condition=models.Q(state="scheduled")),
-            models.Index(fields=["lease_expires_at"], name="qe_job_lease",
-                         condition=models.Q(state="running")),
+            # Running rows are few (at most the fleet's concurrency): this one index
+            # serves group caps, the rescuer and heartbeats, and leaves lease columns
+            # unindexed so heartbeats are HOT updates.
             models.Index(fields=["queue", "group_key"], name="qe_job_running_group",
                          condition=models.Q(state="running")),
             models.Index(fields=["flow_id"], name="qe_job_flow",
                          condition=models.Q(flow_id__isnull=False)),
-            models.Index(fields=["state", "queue"], name="qe_job_state_queue"),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -153,6 +153,8 @@ class Worker:
                 self.maybe_more = len(rows) >= want
             for row in rows:
                 self._start(row, token)
+            if rows:
+                await asyncio.sleep(0)  # let quick handlers finish: their settle joins this batch
 
     async def _wait(self, deadline: float | None) -> None:
         timeout = self.options.poll_interval
