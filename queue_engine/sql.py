@@ -104,39 +104,122 @@ MOVED = (
     "rescues, run_at, created_at, started_at"
 )
 
+# Before a claim: serialise the claimers of queues with a fleet-wide cap or a rate
+# limit, so that the claim's fresh snapshot counts every running job and start.
+# Uncapped queues take no lock. Locks are taken in name order (no deadlock).
+LOCK_CAPPED_QUEUES = """
+SELECT pg_advisory_xact_lock(hashtextextended('queue_engine:queue:' || name, 0))
+  FROM queue_engine_queueconfig
+ WHERE (max_concurrency IS NOT NULL OR rate_limit IS NOT NULL) AND NOT paused
+   AND (%(all_queues)s OR name = ANY(%(queues)s::varchar[]))
+ ORDER BY name
+"""
+
 # Claim up to %(limit)s runnable jobs from unpaused queues, best first (priority,
-# then run time, then id). Each queue is read through the claim index; SKIP LOCKED
-# lets concurrent claimers take disjoint rows without waiting. The lease length
-# is the queue's lock duration. (The labels test is written so that the planner
-# sees that most jobs require no labels and keeps to the index.)
+# then run time, then id), and lease them for the queue's lock duration.
+# - Each queue is read through the claim index; SKIP LOCKED lets claimers take
+#   disjoint rows without waiting.
+# - `room` is what a queue may start now: its fleet-wide cap minus running jobs,
+#   and its rate limit minus starts in the window (hard, under the lock above).
+# - Group (per-key) caps: queue_engine_group_room() try-locks the key and counts
+#   its running jobs with a fresh snapshot; a key another claimer is deciding on
+#   gets no room, so busy claimers take other keys' work instead of waiting.
+# - The labels test is written so the planner sees that most jobs require none.
 CLAIM = """
 WITH q AS (
-    SELECT c.name, c.lock_duration
+    SELECT c.name, c.lock_duration, c.group_concurrency, c.rate_limit,
+           (c.group_concurrency IS NOT NULL OR EXISTS (
+                SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name)) AS grouped,
+           GREATEST(0, LEAST(
+               %(limit)s,
+               c.max_concurrency - (SELECT count(*) FROM queue_engine_job r
+                                     WHERE r.state = 'running' AND r.queue = c.name),
+               c.rate_limit - (SELECT COALESCE(sum(l.count), 0) FROM queue_engine_claimlog l
+                                WHERE l.queue = c.name
+                                  AND l.at > now() - make_interval(secs => c.rate_window))
+           )) AS room
       FROM queue_engine_queueconfig c
      WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
-), picked AS (
-    SELECT j.id, q.lock_duration
+), candidates AS (
+    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.room
       FROM q CROSS JOIN LATERAL (
-            SELECT id, priority, run_at
+            SELECT id, queue, group_key, priority, run_at
               FROM queue_engine_job
              WHERE state = 'available' AND queue = q.name AND run_at <= now()
                AND (labels = '{}' OR labels <@ %(labels)s::varchar[])
              ORDER BY priority DESC, run_at, id
-             LIMIT %(limit)s
+             LIMIT CASE WHEN q.grouped THEN q.room * 4 ELSE q.room END
                FOR UPDATE SKIP LOCKED
            ) j
-     ORDER BY j.priority DESC, j.run_at, j.id
+     WHERE q.room > 0
+), ranked AS (
+    SELECT c.*,
+           row_number() OVER (PARTITION BY c.queue, c.group_key
+                              ORDER BY c.priority DESC, c.run_at, c.id) AS nth_in_group
+      FROM candidates c
+), eligible AS (
+    SELECT r.*,
+           row_number() OVER (PARTITION BY r.queue
+                              ORDER BY r.priority DESC, r.run_at, r.id) AS nth_in_queue
+      FROM ranked r
+     WHERE NOT r.grouped OR r.group_key IS NULL
+        OR r.nth_in_group <= queue_engine_group_room(r.queue, r.group_key, r.group_concurrency)
+), picked AS (
+    SELECT id, lock_duration FROM eligible
+     WHERE nth_in_queue <= room
+     ORDER BY priority DESC, run_at, id
      LIMIT %(limit)s
+), claimed AS (
+    UPDATE queue_engine_job j
+       SET state = 'running', attempt = j.attempt + 1, lease_owner = %(worker)s,
+           claim_token = %(token)s, started_at = now(), heartbeat_at = now(),
+           lease_expires_at = now() + make_interval(secs => picked.lock_duration),
+           progress = NULL, progress_message = ''
+      FROM picked
+     WHERE j.id = picked.id
+    RETURNING j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff,
+              j.flow_id, j.node_key, j.meta, picked.lock_duration
+), logged AS (
+    INSERT INTO queue_engine_claimlog (queue, at, count)
+    SELECT claimed.queue, now(), count(*)
+      FROM claimed JOIN q ON q.name = claimed.queue
+     WHERE q.rate_limit IS NOT NULL
+     GROUP BY claimed.queue
 )
-UPDATE queue_engine_job j
-   SET state = 'running', attempt = j.attempt + 1, lease_owner = %(worker)s,
-       claim_token = %(token)s, started_at = now(), heartbeat_at = now(),
-       lease_expires_at = now() + make_interval(secs => picked.lock_duration),
-       progress = NULL, progress_message = ''
-  FROM picked
- WHERE j.id = picked.id
-RETURNING j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff,
-          j.flow_id, j.node_key, j.meta
+SELECT * FROM claimed
+"""
+
+# How many more jobs of one (queue, group key) may start now; 0 when another
+# claimer holds the key. VOLATILE, so its count sees claims committed after the
+# calling statement began.
+GROUP_ROOM_FUNCTION = """
+CREATE OR REPLACE FUNCTION queue_engine_group_room(p_queue text, p_key text, p_default int)
+RETURNS int LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    cap int;
+    busy int;
+BEGIN
+    SELECT max_concurrency INTO cap FROM queue_engine_grouplimit
+     WHERE queue = p_queue AND group_key = p_key;
+    cap := COALESCE(cap, p_default);
+    IF cap IS NULL THEN
+        RETURN 2147483647;
+    END IF;
+    IF NOT pg_try_advisory_xact_lock(
+            hashtextextended('queue_engine:group:' || p_queue || ':' || p_key, 0)) THEN
+        RETURN 0;
+    END IF;
+    SELECT count(*) INTO busy FROM queue_engine_job
+     WHERE state = 'running' AND queue = p_queue AND group_key = p_key;
+    RETURN GREATEST(cap - busy, 0);
+END
+$$;
+"""
+
+PRUNE_CLAIM_LOG = """
+DELETE FROM queue_engine_claimlog l
+ WHERE l.at < now() - make_interval(secs => COALESCE(
+           (SELECT c.rate_window FROM queue_engine_queueconfig c WHERE c.name = l.queue), 0))
 """
 
 # Succeeded: move fenced rows (still running under our token) to history.

@@ -9,6 +9,17 @@ import pytest
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """A test database per test run, so that runs on one server never share one."""
+    from django.conf import settings
+
+    suffix = os.environ.get("JOBSITE_TEST_DB_SUFFIX") or str(os.getpid())
+    for config in settings.DATABASES.values():
+        test = config.setdefault("TEST", {})
+        test["NAME"] = f"{test.get('NAME') or 'test_' + config['NAME']}_{suffix}"
+
+
 @pytest.fixture
 def conninfo(db: None) -> str:
     """libpq connection string of the test database, for a second, independent connection."""

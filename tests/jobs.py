@@ -166,3 +166,15 @@ def poison() -> None:
 @job(kind="tests.returns_set")
 def returns_set() -> set[int]:
     return {1, 2}
+
+
+@job(kind="tests.capped", queue="capped")
+def capped(ctx: Any, pause: float = 0.3) -> None:
+    record_execution(ctx.job_id, ctx.attempt)
+    time.sleep(pause)
+
+
+@job(kind="tests.grouped", queue="grouped", group_key=lambda p: p["key"])
+def grouped(ctx: Any, key: str, pause: float = 0.3) -> None:
+    record_execution(ctx.job_id, ctx.attempt)
+    time.sleep(pause)

@@ -1,16 +1,25 @@
 from queue_engine.models.audit import AuditEvent
 from queue_engine.models.jobs import Job, JobRecord, JobState, RecordState
 from queue_engine.models.logs import JobLog
-from queue_engine.models.queues import QueueConfig
+from queue_engine.models.metrics import MetricBucket, RollupState
+from queue_engine.models.queues import ClaimLog, GroupLimit, QueueConfig
+from queue_engine.models.schedules import MissedFirePolicy, Schedule, ScheduleSource
 from queue_engine.models.workers import WorkerProcess
 
 __all__ = [
     "AuditEvent",
+    "ClaimLog",
+    "GroupLimit",
     "Job",
     "JobLog",
     "JobRecord",
     "JobState",
+    "MetricBucket",
+    "MissedFirePolicy",
     "QueueConfig",
     "RecordState",
+    "RollupState",
+    "Schedule",
+    "ScheduleSource",
     "WorkerProcess",
 ]

@@ -35,3 +35,36 @@ class QueueConfig(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class GroupLimit(models.Model):
+    """A per-key cap overriding the queue's default group concurrency."""
+
+    queue = models.CharField(max_length=128)
+    group_key = models.CharField(max_length=255)
+    max_concurrency = models.PositiveIntegerField()
+
+    class Meta:
+        db_table = "queue_engine_grouplimit"
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "group_key"], name="qe_grouplimit_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.queue}/{self.group_key} <= {self.max_concurrency}"
+
+
+class ClaimLog(models.Model):
+    """How many jobs of a rate-limited queue started at a moment; pruned by the leader."""
+
+    id = models.BigAutoField(primary_key=True)
+    queue = models.CharField(max_length=128)
+    at = models.DateTimeField(db_default=Now())
+    count = models.IntegerField()
+
+    class Meta:
+        db_table = "queue_engine_claimlog"
+        indexes = [models.Index(fields=["queue", "at"], name="qe_claimlog_queue_at")]
+
+    def __str__(self) -> str:
+        return f"{self.queue}: {self.count} at {self.at}"

@@ -65,7 +65,7 @@ class Execution:
 
     def __init__(self, worker: Worker, row: tuple[Any, ...], token: int) -> None:
         (self.job_id, self.kind, self.queue, self.payload, self.attempt, self.max_attempts,
-         self.backoff, self.flow_id, self.node_key, self.meta) = row
+         self.backoff, self.flow_id, self.node_key, self.meta, _lock) = row
         self.worker = worker
         self.token = token
         self.definition: JobDefinition | None = registry.get(self.kind)

@@ -168,6 +168,7 @@ class Worker:
 
     def _start(self, row: tuple[Any, ...], token: int) -> None:
         execution = Execution(self, row, token)
+        self.min_lock = min(self.min_lock, float(row[-1]))
         self.inflight[execution.job_id] = execution
         self.claimed_total += 1
         execution.task = asyncio.create_task(self._execute(execution))
@@ -200,6 +201,7 @@ class Worker:
                 await batch.execute(conn)
                 claim_cursor = conn.cursor()
                 if want:
+                    await conn.execute(sql.LOCK_CAPPED_QUEUES, claim)
                     await claim_cursor.execute(sql.CLAIM, claim)
             return await claim_cursor.fetchall() if want else []
 

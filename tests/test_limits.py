@@ -1,0 +1,110 @@
+"""Fleet-wide limits enforced at claim time: queue caps, rate limits, group (per-key) caps."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from django.db import connection
+
+from queue_engine.models import GroupLimit, JobRecord, QueueConfig
+from tests import jobs
+from tests.workers import Workers, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def executions(transactional_db: None) -> Iterator[None]:
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS test_executions")
+        cursor.execute("CREATE TABLE test_executions (job_id bigint, attempt int, pid int)")
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS test_executions")
+
+
+class Sampler:
+    """Samples running jobs per queue/group from its own connection while the test runs."""
+
+    def __init__(self, conninfo: str, query: str) -> None:
+        self.conninfo, self.query = conninfo, query
+        self.samples: list[tuple] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            while not self.stop.is_set():
+                self.samples.extend(conn.execute(self.query).fetchall())
+                time.sleep(0.01)
+
+    def __enter__(self) -> Sampler:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def test_queue_cap_holds_across_three_processes(workers: Workers, executions: None,
+                                                conninfo: str) -> None:
+    QueueConfig.objects.update_or_create(name="capped", defaults={"max_concurrency": 3})
+    ids = jobs.capped.enqueue_many([{"pause": 0.2}] * 30)
+    query = ("SELECT count(*) FROM queue_engine_job WHERE queue = 'capped' "
+             "AND state = 'running'")
+
+    with Sampler(conninfo, query) as sampler:
+        for _ in range(3):
+            workers.start("--queues", "capped", "--concurrency", "5")
+        wait_for(lambda: JobRecord.objects.filter(pk__in=ids).count() == 30, timeout=40)
+
+    peaks = [n for (n,) in sampler.samples]
+    assert max(peaks) == 3, f"peak {max(peaks)} over {len(peaks)} samples"
+    assert len(peaks) > 50
+
+
+def test_rate_limit_holds_over_its_window(workers: Workers, executions: None) -> None:
+    QueueConfig.objects.update_or_create(name="capped",
+                                         defaults={"rate_limit": 5, "rate_window": 2})
+    jobs.capped.enqueue_many([{"pause": 0}] * 12)
+    workers.start("--queues", "capped", "--concurrency", "10")
+
+    wait_for(lambda: JobRecord.objects.filter(queue="capped").count() == 12, timeout=20)
+
+    starts = sorted(JobRecord.objects.filter(queue="capped").values_list("started_at",
+                                                                         flat=True))
+    for i, start in enumerate(starts):
+        in_window = [s for s in starts[i:] if (s - start).total_seconds() < 2]
+        assert len(in_window) <= 5
+    assert (starts[-1] - starts[0]).total_seconds() >= 4
+
+
+def test_group_caps_hold_fleet_wide_while_other_keys_flow(workers: Workers, executions: None,
+                                                          conninfo: str) -> None:
+    QueueConfig.objects.update_or_create(name="grouped", defaults={"group_concurrency": 1})
+    GroupLimit.objects.create(queue="grouped", group_key="wide", max_concurrency=3)
+    calls = [{"key": "busy", "pause": 0.3}] * 8 + [{"key": "wide", "pause": 0.3}] * 9
+    calls += [{"key": f"k{i}", "pause": 0.05} for i in range(20)]
+    ids = jobs.grouped.enqueue_many(calls)
+    query = ("SELECT group_key, count(*) FROM queue_engine_job WHERE queue = 'grouped' "
+             "AND state = 'running' GROUP BY group_key")
+
+    with Sampler(conninfo, query) as sampler:
+        for _ in range(3):
+            workers.start("--queues", "grouped", "--concurrency", "6")
+        wait_for(lambda: JobRecord.objects.filter(pk__in=ids).count() == len(ids), timeout=40)
+
+    peak: dict[str, int] = {}
+    for key, count in sampler.samples:
+        peak[key] = max(peak.get(key, 0), count)
+    assert peak["busy"] == 1 and peak["wide"] == 3
+    assert all(n == 1 for k, n in peak.items() if k.startswith("k"))
+    finished = dict(JobRecord.objects.filter(pk__in=ids).values_list("id", "finished_at"))
+    last_busy = max(finished[i] for i in ids[:8])
+    small_keys_done = max(finished[i] for i in ids[17:])
+    assert small_keys_done < last_busy, "other keys waited behind the busy key"
