@@ -72,6 +72,7 @@ class Leader:
         if now - self._last_sweep >= SWEEP_INTERVAL:
             self._last_sweep = now
             await conn.execute(sql.SWEEP_STALE_WORKERS, [STALE_WORKER_AFTER])
+            await conn.execute(sql.PRUNE_CLAIM_LOG)
 
     async def promote_due(self) -> int:
         """Promote due scheduled jobs now (burst mode); any worker may do it."""
