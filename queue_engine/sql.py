@@ -132,11 +132,16 @@ WITH q AS (
                 SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name)) AS grouped,
            GREATEST(0, LEAST(
                %(limit)s,
-               c.max_concurrency - (SELECT count(*) FROM queue_engine_job r
-                                     WHERE r.state = 'running' AND r.queue = c.name),
-               c.rate_limit - (SELECT COALESCE(sum(l.count), 0) FROM queue_engine_claimlog l
-                                WHERE l.queue = c.name
-                                  AND l.at > now() - make_interval(secs => c.rate_window))
+               CASE WHEN c.max_concurrency IS NOT NULL THEN
+                   c.max_concurrency - (SELECT count(*) FROM queue_engine_job r
+                                         WHERE r.state = 'running' AND r.queue = c.name)
+               END,
+               CASE WHEN c.rate_limit IS NOT NULL THEN
+                   c.rate_limit - (SELECT COALESCE(sum(l.count), 0)
+                                     FROM queue_engine_claimlog l
+                                    WHERE l.queue = c.name
+                                      AND l.at > now() - make_interval(secs => c.rate_window))
+               END
            )) AS room
       FROM queue_engine_queueconfig c
      WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
@@ -177,8 +182,8 @@ WITH q AS (
            progress = NULL, progress_message = ''
       FROM picked
      WHERE j.id = picked.id
-    RETURNING j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff,
-              j.flow_id, j.node_key, j.meta, picked.lock_duration
+    RETURNING j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff::text,
+              j.flow_id, j.node_key, j.meta::text, picked.lock_duration
 ), logged AS (
     INSERT INTO queue_engine_claimlog (queue, at, count)
     SELECT claimed.queue, now(), count(*)

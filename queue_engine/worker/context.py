@@ -48,7 +48,7 @@ class JobContext:
 
     @property
     def meta(self) -> dict[str, Any]:
-        return dict(self._execution.meta or {})
+        return self._execution.meta_dict()
 
     def log(self, message: str, *, level: str = "info") -> None:
         self._execution.write_log("log", str(message), level=level)

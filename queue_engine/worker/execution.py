@@ -64,6 +64,7 @@ class Execution:
     )
 
     def __init__(self, worker: Worker, row: tuple[Any, ...], token: int) -> None:
+        # backoff and meta arrive as JSON text, parsed only when needed.
         (self.job_id, self.kind, self.queue, self.payload, self.attempt, self.max_attempts,
          self.backoff, self.flow_id, self.node_key, self.meta, _lock) = row
         self.worker = worker
@@ -77,6 +78,9 @@ class Execution:
         self.task: asyncio.Future[Any] | None = None
         self._log_seq = itertools.count(1)
         self._partial: dict[str, str] = {}
+
+    def meta_dict(self) -> dict[str, Any]:
+        return json.loads(self.meta) if self.meta else {}
 
     # --- what ctx calls (any thread) ---------------------------------------
 
@@ -194,8 +198,8 @@ class Execution:
         result = TaskResult(
             task=import_string(self.kind), id=str(self.job_id), status=TaskResultStatus.RUNNING,
             enqueued_at=None, started_at=None, finished_at=None, last_attempted_at=None,
-            args=args, kwargs=kwargs, backend=(self.meta or {}).get("django_task_backend",
-                                                                       "default"),
+            args=args, kwargs=kwargs, backend=self.meta_dict().get("django_task_backend",
+                                                                   "default"),
             errors=[], worker_ids=[self.worker.worker_id] * self.attempt,
         )
         return TaskContext(task_result=result)
@@ -248,6 +252,6 @@ class Execution:
         return Outcome("retry", self, error=error, delay=max(delay, 0.0))
 
     def _backoff(self) -> Backoff:
-        return (Backoff.from_json(self.backoff)
+        return (Backoff.from_json(json.loads(self.backoff) if self.backoff else None)
                 or (self.definition.backoff if self.definition else None)
                 or DEFAULT_BACKOFF)

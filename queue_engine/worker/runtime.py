@@ -25,7 +25,8 @@ from queue_engine.worker.store import Connection
 
 log = logging.getLogger("queue_engine.worker")
 
-MAX_EVENT_IDS = 200  # ids per console hint; NOTIFY payloads stay far below 8000 bytes
+MAX_EVENT_IDS = 200
+LANES = 2  # ids per console hint; NOTIFY payloads stay far below 8000 bytes
 
 
 @dataclass
@@ -56,6 +57,11 @@ class Worker:
         self.wakeup = asyncio.Event()
         self.maybe_more = True
         self.stopping = False
+        self.finished = False
+        self.deadline: float | None = None
+        self.reserved = 0  # slots promised to claims in flight
+        self.lane_share = self.concurrency
+        self._extra_lanes: list[Connection] = []
         self.min_lock = 60.0
         self.claimer = Connection(options.conninfo, "claimer")
         self.aux = Connection(options.conninfo, "heartbeat")
@@ -110,7 +116,7 @@ class Worker:
                                what="unregister", attempts=3)
         except psycopg.Error:
             pass
-        for conn in (self.claimer, self.aux, self.listener):
+        for conn in (self.claimer, *self._extra_lanes, self.aux, self.listener):
             await conn.close()
         await self.leader.close()
         self.threads.shutdown(wait=False, cancel_futures=True)
@@ -127,34 +133,57 @@ class Worker:
     # --- the hot loop -----------------------------------------------------------
 
     async def _claim_loop(self) -> None:
-        deadline: float | None = None
-        while True:
+        """Run the claim lanes until the worker stops (or, in burst mode, runs dry).
+
+        Two lanes on two connections let one lane's round trip to Postgres overlap
+        the other lane's Python work; they share the slots and the finished jobs.
+        """
+        lanes = [self.claimer] + [Connection(self.options.conninfo, f"claimer-{i}")
+                                  for i in range(1, min(LANES, self.concurrency))]
+        self._extra_lanes = lanes[1:]
+        self.lane_share = -(-self.concurrency // len(lanes))
+        await asyncio.gather(*(self._lane(conn) for conn in lanes))
+
+    async def _lane(self, conn: Connection) -> None:
+        while not self.finished:
             if self.stopping:
-                if deadline is None:
-                    deadline = time.monotonic() + self.options.shutdown_timeout
-                if not self.inflight and not self.outcomes:
+                if self.deadline is None:
+                    self.deadline = time.monotonic() + self.options.shutdown_timeout
+                if not self.inflight and not self.outcomes and not self.reserved:
+                    self._finish()
                     return
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= self.deadline and not self.reserved:
                     await self._release_all()
+                    self._finish()
                     return
-            free = self.concurrency - len(self.inflight)
+            free = min(self.concurrency - len(self.inflight) - self.reserved, self.lane_share)
             want = free if (free > 0 and self.maybe_more and not self.stopping) else 0
             if not self.outcomes and want == 0:
-                if self.options.burst and not self.inflight and not self.maybe_more:
+                if (self.options.burst and not self.inflight and not self.maybe_more
+                        and not self.reserved):
                     if not await self.leader.promote_due():
+                        self._finish()
                         return
                     self.maybe_more = True
                     continue
-                await self._wait(deadline)
+                await self._wait(self.deadline)
                 continue
             outcomes, self.outcomes = self.outcomes, []
-            rows, token = await self._settle_and_claim(outcomes, want)
+            self.reserved += want
+            try:
+                rows, token = await self._settle_and_claim(conn, outcomes, want)
+            finally:
+                self.reserved -= want
             if want:
                 self.maybe_more = len(rows) >= want
             for row in rows:
                 self._start(row, token)
             if rows:
                 await asyncio.sleep(0)  # let quick handlers finish: their settle joins this batch
+
+    def _finish(self) -> None:
+        self.finished = True
+        self.wakeup.set()
 
     async def _wait(self, deadline: float | None) -> None:
         timeout = self.options.poll_interval
@@ -185,7 +214,7 @@ class Worker:
         self.outcomes.append(outcome)
         self.wakeup.set()
 
-    async def _settle_and_claim(self, outcomes: list[Outcome],
+    async def _settle_and_claim(self, lane: Connection, outcomes: list[Outcome],
                                 want: int) -> tuple[list[tuple[Any, ...]], int]:
         """Settle finished jobs and claim the next batch in one transaction, one round trip."""
         token = random.getrandbits(62)
@@ -206,7 +235,7 @@ class Worker:
             return await claim_cursor.fetchall() if want else []
 
         try:
-            rows = await self.claimer.run(action, what="settle and claim")
+            rows = await lane.run(action, what="settle and claim")
         except psycopg.Error:
             log.exception("settle and claim failed; the jobs will be rescued after their lease")
             return [], token
@@ -214,6 +243,7 @@ class Worker:
         return rows, token
 
     async def _release_all(self) -> None:
+        self.finished = True  # the other lane must not release too
         executions = list(self.inflight.values())
         log.warning("shutdown timeout: releasing %d running job(s)", len(executions))
         params = {"ids": [e.job_id for e in executions], "tokens": [e.token for e in executions]}
@@ -230,6 +260,7 @@ class Worker:
                 execution.task.cancel()
         self.inflight.clear()
         self.outcomes.clear()
+        self.finished = True
 
     # --- side loops ---------------------------------------------------------------
 
