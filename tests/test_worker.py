@@ -243,6 +243,7 @@ def test_sigterm_lets_short_jobs_finish_and_releases_long_ones(workers: Workers)
     wait_for(lambda: Job.objects.filter(state="running").count() == 2)
 
     proc.send_signal(signal.SIGTERM)
+    wait_for(lambda: "no more claims" in workers.output(), message="the worker to stop claiming")
     late = jobs.async_sleeper.enqueue(seconds=0)
 
     assert proc.wait(10) == 0
