@@ -35,6 +35,11 @@ def audit(actor: Any, action: str, target_type: str, target: str, count: int,
                                      count=count, details=details)
 
 
+def notify_changes(queues: Iterable[str], ids: list[int]) -> None:
+    """Wake workers of these queues and tell the console these jobs changed (at commit)."""
+    _notify(queues, ids)
+
+
 def _notify(queues: Iterable[str], ids: list[int]) -> None:
     with connection.cursor() as cursor:
         wake = sorted(set(queues))
@@ -56,8 +61,10 @@ def cancel_job(job_id: int, *, actor: Any = None) -> None:
         raise OpsError(f"Cannot cancel: {_describe(job_id)}.")
 
 
-def cancel_jobs(ids: list[int], *, actor: Any = None) -> int:
+def cancel_jobs(ids: list[int], *, actor: Any = None, audited: bool = True) -> int:
+    """Cancel live jobs and, for flow nodes, every live node downstream of them."""
     with transaction.atomic(), connection.cursor() as cursor:
+        ids = _with_dependants(cursor, ids)
         cursor.execute(sql.OPS_CANCEL, {"ids": ids, "actor": actor_name(actor)})
         rows = cursor.fetchall()
         running = [job_id for job_id, state in rows if state == "running"]
@@ -66,8 +73,30 @@ def cancel_jobs(ids: list[int], *, actor: Any = None) -> int:
                 {"action": "cancel", "ids": running, "by": actor_name(actor)})])
         if rows:
             _notify([], [r[0] for r in rows])
-            audit(actor, "cancel", "job", _target(rows), len(rows), running=len(running))
+            _refresh_flows_of(cursor, [r[0] for r in rows])
+            if audited:
+                audit(actor, "cancel", "job", _target(rows), len(rows), running=len(running))
     return len(rows)
+
+
+def _with_dependants(cursor: Any, ids: list[int]) -> list[int]:
+    """These ids plus every flow node downstream of them (flow nodes only have edges)."""
+    from queue_engine import sql_flows
+
+    cursor.execute(sql_flows.DESCENDANTS, [ids])
+    return sorted({r[0] for r in cursor.fetchall()} | set(ids))
+
+
+def _refresh_flows_of(cursor: Any, job_ids: list[int]) -> None:
+    from queue_engine import sql_flows
+
+    cursor.execute("SELECT DISTINCT flow_id FROM queue_engine_jobrecord "
+                   "WHERE id = ANY(%s) AND flow_id IS NOT NULL "
+                   "UNION SELECT DISTINCT flow_id FROM queue_engine_job "
+                   "WHERE id = ANY(%s) AND flow_id IS NOT NULL", [job_ids, job_ids])
+    flows = [r[0] for r in cursor.fetchall()]
+    if flows:
+        cursor.execute(sql_flows.REFRESH_FLOWS, [flows])
 
 
 def retry_job(job_id: int, *, actor: Any = None) -> str:
@@ -93,6 +122,19 @@ def retry_job(job_id: int, *, actor: Any = None) -> str:
         return "redriven"
 
 
+def retry_jobs(ids: list[int], *, actor: Any = None) -> int:
+    """Run these waiting jobs now and redrive the ended ones; running and blocked are left."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql.OPS_RUN_NOW, {"ids": ids})
+        rows = cursor.fetchall()
+        if rows:
+            _notify([q for _, q in rows], [r[0] for r in rows])
+            audit(actor, "retry", "job", _target(rows), len(rows), mode="run_now")
+        redriven = redrive_jobs(ids, actor=actor, states=("failed", "cancelled", "succeeded"),
+                                action="retry")
+    return len(rows) + redriven
+
+
 def remove_job(job_id: int, *, actor: Any = None) -> None:
     """Delete a job for good (waiting or ended). Running jobs are refused."""
     with transaction.atomic():
@@ -105,6 +147,7 @@ def remove_job(job_id: int, *, actor: Any = None) -> None:
 
 def remove_jobs(ids: list[int], *, actor: Any = None) -> int:
     with transaction.atomic(), connection.cursor() as cursor:
+        ids = _with_dependants(cursor, ids)
         cursor.execute(sql.OPS_REMOVE_LIVE, {"ids": ids})
         removed = [r[0] for r in cursor.fetchall()]
         cursor.execute(sql.OPS_REMOVE_RECORDS, {"ids": ids})
@@ -133,6 +176,7 @@ def redrive_jobs(ids: list[int], *, actor: Any = None,
         rows = cursor.fetchall()
         if rows:
             _notify([q for _, q in rows], [r[0] for r in rows])
+            _refresh_flows_of(cursor, [r[0] for r in rows])
             if queue is None:
                 audit(actor, action, "job", _target(rows), len(rows))
             else:

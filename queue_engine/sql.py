@@ -183,7 +183,14 @@ WITH q AS (
       FROM picked
      WHERE j.id = picked.id
     RETURNING j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff::text,
-              j.flow_id, j.node_key, j.meta::text, picked.lock_duration
+              j.flow_id, j.node_key, j.meta::text,
+              CASE WHEN j.flow_id IS NOT NULL THEN (
+                  SELECT jsonb_object_agg(r.node_key, r.result)::text
+                    FROM queue_engine_flowedge e
+                    JOIN queue_engine_jobrecord r ON r.id = e.parent_id
+                   WHERE e.child_id = j.id AND r.state = 'succeeded'
+              ) END AS outputs,
+              picked.lock_duration
 ), logged AS (
     INSERT INTO queue_engine_claimlog (queue, at, count)
     SELECT claimed.queue, now(), count(*)

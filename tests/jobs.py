@@ -178,3 +178,38 @@ def capped(ctx: Any, pause: float = 0.3) -> None:
 def grouped(ctx: Any, key: str, pause: float = 0.3) -> None:
     record_execution(ctx.job_id, ctx.attempt)
     time.sleep(pause)
+
+
+# --- flows ---------------------------------------------------------------------------
+
+@job(kind="tests.node", queue="flows")
+def node(ctx: Any, label: str = "", fail: bool = False) -> dict[str, Any]:
+    record_execution(ctx.job_id, ctx.attempt)
+    if fail:
+        raise Fatal(f"{label} failed on purpose")
+    return {"label": label, "saw": sorted(ctx.outputs)}
+
+
+@job(kind="tests.sum_outputs", queue="flows")
+def sum_outputs(ctx: Any) -> int:
+    return sum(v for v in ctx.outputs.values() if isinstance(v, int))
+
+
+@job(kind="tests.number", queue="flows")
+def number(value: int) -> int:
+    return value
+
+
+@job(kind="tests.spawner", queue="flows")
+def spawner(ctx: Any, width: int, depth: int) -> str:
+    """Grow the join 'join' with `width` children, each spawning again while depth > 1."""
+    ctx.fan_out_into("join", "tests.spawner" if depth > 1 else "tests.number",
+                     [{"width": width, "depth": depth - 1} if depth > 1 else {"value": 1}
+                      for _ in range(width)])
+    return "spawned"
+
+
+@job(kind="tests.collect", queue="flows")
+def collect(ctx: Any) -> dict[str, int]:
+    values = list(ctx.outputs.values())
+    return {"parents": len(values), "ones": sum(1 for v in values if v == 1)}

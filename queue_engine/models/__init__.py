@@ -1,4 +1,5 @@
 from queue_engine.models.audit import AuditEvent
+from queue_engine.models.flows import Flow, FlowEdge, FlowState
 from queue_engine.models.jobs import Job, JobRecord, JobState, RecordState
 from queue_engine.models.logs import JobLog
 from queue_engine.models.metrics import MetricBucket, RollupState
@@ -9,6 +10,9 @@ from queue_engine.models.workers import WorkerProcess
 __all__ = [
     "AuditEvent",
     "ClaimLog",
+    "Flow",
+    "FlowEdge",
+    "FlowState",
     "GroupLimit",
     "Job",
     "JobLog",

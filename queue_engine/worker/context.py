@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -49,6 +50,51 @@ class JobContext:
     @property
     def meta(self) -> dict[str, Any]:
         return self._execution.meta_dict()
+
+    @property
+    def flow_id(self) -> int | None:
+        return self._execution.flow_id
+
+    @property
+    def node_key(self) -> str | None:
+        return self._execution.node_key
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """Return values of this flow node's succeeded parents, by node key."""
+        text = self._execution.outputs
+        return json.loads(text) if text else {}
+
+    def spawn_into(self, join: str, job: Any, *args: Any, key: str | None = None,
+                   **kwargs: Any) -> int:
+        """Add a child that the join node `join` must also wait for (dynamic join).
+
+        Allowed while this job runs and holds an edge into `join`; the child may
+        spawn into the join in turn. Commits before returning. Returns the job id.
+        """
+        from queue_engine.flow_runtime import spawn_into
+
+        return spawn_into(self._execution, join, [(job, args, kwargs, key)])[0]
+
+    def fan_out_into(self, join: str, job: Any,
+                     calls: list[dict[str, Any]]) -> list[int]:
+        """`spawn_into` for many children at once (one call = one dict of arguments)."""
+        from queue_engine.flow_runtime import spawn_into
+
+        return spawn_into(self._execution, join, [(job, (), call, None) for call in calls])
+
+    async def aspawn_into(self, join: str, job: Any, *args: Any, key: str | None = None,
+                          **kwargs: Any) -> int:
+        from asgiref.sync import sync_to_async
+
+        return await sync_to_async(self.spawn_into, thread_sensitive=False)(
+            join, job, *args, key=key, **kwargs)
+
+    async def afan_out_into(self, join: str, job: Any,
+                            calls: list[dict[str, Any]]) -> list[int]:
+        from asgiref.sync import sync_to_async
+
+        return await sync_to_async(self.fan_out_into, thread_sensitive=False)(join, job, calls)
 
     def log(self, message: str, *, level: str = "info") -> None:
         self._execution.write_log("log", str(message), level=level)

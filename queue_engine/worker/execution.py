@@ -55,6 +55,7 @@ class Execution:
         "max_attempts",
         "meta",
         "node_key",
+        "outputs",
         "payload",
         "queue",
         "task",
@@ -66,7 +67,7 @@ class Execution:
     def __init__(self, worker: Worker, row: tuple[Any, ...], token: int) -> None:
         # backoff and meta arrive as JSON text, parsed only when needed.
         (self.job_id, self.kind, self.queue, self.payload, self.attempt, self.max_attempts,
-         self.backoff, self.flow_id, self.node_key, self.meta, _lock) = row
+         self.backoff, self.flow_id, self.node_key, self.meta, self.outputs, _lock) = row
         self.worker = worker
         self.token = token
         self.definition: JobDefinition | None = registry.get(self.kind)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from queue_engine import sql
+from queue_engine import sql, sql_flows
 from queue_engine.worker.store import Connection
 
 if TYPE_CHECKING:
@@ -100,6 +100,12 @@ class Leader:
             revived = sorted({queue for what, _, queue in rows if what == "revived"})
             if revived:
                 await conn.execute(sql.NOTIFY_QUEUES, [revived])
+            dead = [job_id for what, job_id, _ in rows if what == "dead"]
+            if dead:
+                cur = await conn.execute(sql_flows.FLOWS_OF_RECORDS, [dead])
+                flows = [row[0] for row in await cur.fetchall()]
+                if flows:
+                    await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
         for what, job_id, _ in rows:
             log.warning("job %s: lease expired; %s", job_id,
                         "back to available" if what == "revived" else "dead-lettered "

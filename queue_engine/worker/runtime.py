@@ -17,7 +17,7 @@ from typing import Any
 
 import psycopg
 
-from queue_engine import sql
+from queue_engine import sql, sql_flows
 from queue_engine.worker import capture
 from queue_engine.worker.execution import Execution, Outcome
 from queue_engine.worker.leader import Leader
@@ -176,6 +176,9 @@ class Worker:
                 self.reserved -= want
             if want:
                 self.maybe_more = len(rows) >= want
+            if any(o.execution.flow_id is not None or (o.kind in ("retry", "snoozed", "released")
+                                                       and o.delay <= 0) for o in outcomes):
+                self.maybe_more = True  # this settle may have made jobs runnable
             for row in rows:
                 self._start(row, token)
             if rows:
@@ -413,9 +416,14 @@ class SettleBatch:
                     "tokens": [o.execution.token for o in items]}
 
         statements: list[tuple[str, str, list[Outcome], dict[str, Any]]] = []
-        if self.succeeded:
-            statements.append(("succeeded", sql.SETTLE_SUCCEEDED, self.succeeded, {
-                **ids_tokens(self.succeeded), "results": [o.result for o in self.succeeded]}))
+        plain = [o for o in self.succeeded if o.execution.flow_id is None]
+        in_flows = [o for o in self.succeeded if o.execution.flow_id is not None]
+        if plain:
+            statements.append(("succeeded", sql.SETTLE_SUCCEEDED, plain, {
+                **ids_tokens(plain), "results": [o.result for o in plain]}))
+        if in_flows:
+            statements.append(("flow", sql_flows.SETTLE_SUCCEEDED_FLOW, in_flows, {
+                **ids_tokens(in_flows), "results": [o.result for o in in_flows]}))
         if self.failed:
             statements.append(("failed", sql.SETTLE_FAILED, self.failed, {
                 **ids_tokens(self.failed), "errors": [o.error for o in self.failed]}))
@@ -438,6 +446,10 @@ class SettleBatch:
             cursor = conn.cursor()
             self.cursors.append((name, len(items), cursor))
             await cursor.execute(statement, params)
+        flows = sorted({o.execution.flow_id for o in self.succeeded + self.failed
+                        if o.execution.flow_id is not None})
+        if flows:
+            await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
         wake = sorted({o.execution.queue for o in self.retry + self.snoozed + self.released
                        if o.delay <= 0})
         if wake:
@@ -452,7 +464,7 @@ class SettleBatch:
     def report(self, logger: logging.Logger) -> None:
         stale: dict[str, int] = defaultdict(int)
         for name, sent, cursor in self.cursors:
-            if name != "results" and cursor.rowcount >= 0 and cursor.rowcount < sent:
+            if name not in ("results", "flow") and cursor.rowcount >= 0 and cursor.rowcount < sent:
                 stale[name] += sent - cursor.rowcount
         for name, count in stale.items():
             logger.info("%d %s job(s) were no longer ours (cancelled or rescued): left as is",

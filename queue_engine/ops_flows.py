@@ -1,0 +1,95 @@
+"""Operator actions on flows; each audited in its own transaction, like `ops`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db import connection, transaction
+
+from queue_engine import sql_flows
+from queue_engine.enqueue import JobSpec
+from queue_engine.flows import Flow as FlowBuilder
+from queue_engine.models import Flow, Job
+from queue_engine.ops import OpsError, audit, cancel_jobs, notify_changes
+
+
+def refresh_flows(flow_ids: list[int]) -> None:
+    if flow_ids:
+        with connection.cursor() as cursor:
+            cursor.execute(sql_flows.REFRESH_FLOWS, [sorted(set(flow_ids))])
+
+
+def cancel_flow(flow_id: int, *, actor: Any = None) -> int:
+    """Cancel every node that has not ended (running ones cooperatively)."""
+    with transaction.atomic():
+        flow = Flow.objects.select_for_update().filter(pk=flow_id).first()
+        if flow is None:
+            raise OpsError(f"Cannot cancel: flow {flow_id} does not exist.")
+        ids = list(Job.objects.filter(flow_id=flow_id).values_list("id", flat=True))
+        if not ids:
+            raise OpsError(f"Cannot cancel flow {flow_id}: it has already ended ({flow.state}).")
+        count = cancel_jobs(ids, actor=actor, audited=False)
+        refresh_flows([flow_id])
+        audit(actor, "cancel_flow", "flow", str(flow_id), count, name=flow.name)
+    return count
+
+
+def requeue_flow(flow_id: int, *, actor: Any = None) -> int:
+    """Resume a failed or cancelled flow in place: re-drive only its dead and cancelled
+    nodes and recompute what their dependants wait for; what succeeded stays done."""
+    with transaction.atomic():
+        flow = Flow.objects.select_for_update().filter(pk=flow_id).first()
+        if flow is None:
+            raise OpsError(f"Cannot requeue: flow {flow_id} does not exist.")
+        if flow.state not in ("failed", "cancelled"):
+            raise OpsError(f"Cannot requeue flow {flow_id}: it is {flow.state}; only failed "
+                           "or cancelled flows can be requeued (rerun clones any flow).")
+        with connection.cursor() as cursor:
+            cursor.execute(sql_flows.REQUEUE_FLOW_NODES, {"flow": flow_id})
+            requeued = [r[0] for r in cursor.fetchall()]
+            cursor.execute(sql_flows.RECOUNT_FLOW_DEPENDENCIES, {"flow": flow_id})
+            queues = [q for q, state in cursor.fetchall() if state == "available"]
+        refresh_flows([flow_id])
+        notify_changes(queues, requeued)
+        audit(actor, "requeue_flow", "flow", str(flow_id), len(requeued), name=flow.name)
+    return len(requeued)
+
+
+def rerun_flow(flow_id: int, *, actor: Any = None) -> int:
+    """Clone a flow (nodes, inputs and edges) as a new flow; returns the new flow's id."""
+    flow = Flow.objects.filter(pk=flow_id).first()
+    if flow is None:
+        raise OpsError(f"Cannot rerun: flow {flow_id} does not exist.")
+    with connection.cursor() as cursor:
+        cursor.execute(sql_flows.FLOW_NODES_FOR_RERUN, {"flow": flow_id})
+        nodes = cursor.fetchall()
+        cursor.execute(sql_flows.FLOW_EDGES, [flow_id])
+        edges = cursor.fetchall()
+    key_of = {row[0]: row[2] for row in nodes}
+    parents: dict[int, list[str]] = {}
+    for parent, child in edges:
+        if parent in key_of and child in key_of:
+            parents.setdefault(child, []).append(key_of[parent])
+    builder = FlowBuilder(flow.name, priority=flow.default_priority, meta=flow.meta)
+    builder.rerun_of = flow_id
+    for (job_id, kind, key, payload, queue, priority, name, max_attempts, _backoff,
+         group_key, labels, meta) in sorted(nodes, key=lambda n: n[0]):
+        spec = JobSpec(kind=kind, payload=_json(payload), queue=queue, priority=priority,
+                       name=name or None, max_attempts=max_attempts, group_key=group_key,
+                       labels=labels, meta=_json(meta))
+        builder.nodes[key] = _node(key, spec, parents.get(job_id, []))
+    with transaction.atomic():
+        new_id = builder.submit()
+        audit(actor, "rerun_flow", "flow", str(flow_id), len(nodes), new_flow=new_id)
+    return new_id
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _node(key: str, spec: JobSpec, depends_on: list[str]) -> Any:
+    from queue_engine.flows import Node
+
+    return Node(key, spec, depends_on)

@@ -1,0 +1,178 @@
+"""Flow statements: submit, release dependants on settle, keep flow state true."""
+
+from queue_engine.sql import MOVED
+
+INSERT_FLOW = """
+INSERT INTO queue_engine_flow (name, default_priority, meta, rerun_of)
+VALUES (%s, %s, %s::jsonb, %s)
+RETURNING id
+"""
+
+INSERT_EDGES = """
+INSERT INTO queue_engine_flowedge (flow_id, parent_id, child_id, dynamic)
+SELECT %s, p, c, %s FROM unnest(%s::bigint[], %s::bigint[]) AS e(p, c)
+"""
+
+# Succeeded flow nodes: move them to history (fenced, as SETTLE_SUCCEEDED) and
+# release their children in the same statement. Children are locked in id order
+# first, so concurrent settles of a fan-in never deadlock; a child whose last
+# parent ended becomes available.
+SETTLE_SUCCEEDED_FLOW = f"""
+WITH done AS (
+    DELETE FROM queue_engine_job j
+     USING unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(results)s::jsonb[])
+           AS d(id, token, result)
+     WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
+    RETURNING j.*, d.result AS d_result
+), moved AS (
+    INSERT INTO queue_engine_jobrecord ({MOVED}, state, result, worker, finished_at)
+    SELECT {MOVED}, 'succeeded', d_result, lease_owner, now() FROM done
+    RETURNING id
+), releasing AS (
+    SELECT e.child_id, count(*) AS n
+      FROM queue_engine_flowedge e JOIN done ON e.parent_id = done.id
+     GROUP BY e.child_id
+), locked AS (
+    SELECT j.id, r.n FROM queue_engine_job j JOIN releasing r ON r.child_id = j.id
+     ORDER BY j.id
+       FOR UPDATE OF j
+), released AS (
+    UPDATE queue_engine_job j
+       SET pending_deps = j.pending_deps - locked.n,
+           state = CASE WHEN j.state = 'blocked' AND j.pending_deps - locked.n <= 0
+                        THEN 'available' ELSE j.state END,
+           run_at = CASE WHEN j.state = 'blocked' AND j.pending_deps - locked.n <= 0
+                         THEN GREATEST(j.run_at, now()) ELSE j.run_at END
+      FROM locked
+     WHERE j.id = locked.id
+    RETURNING j.queue, j.state
+), woken AS (
+    SELECT pg_notify('qe_wake', queue) FROM (
+        SELECT DISTINCT queue FROM released WHERE state = 'available') q
+)
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM woken)
+"""
+
+# A flow's state from its nodes: failed once a node is dead, cancelled once a node
+# was cancelled and nothing runs, succeeded when no node is left in the live table.
+REFRESH_FLOWS = """
+UPDATE queue_engine_flow f
+   SET state = s.state,
+       finished_at = CASE WHEN s.state = 'running' THEN NULL
+                          ELSE COALESCE(f.finished_at, now()) END
+  FROM (
+    SELECT f2.id,
+           CASE WHEN EXISTS (SELECT 1 FROM queue_engine_jobrecord r
+                              WHERE r.flow_id = f2.id AND r.state = 'failed') THEN 'failed'
+                WHEN EXISTS (SELECT 1 FROM queue_engine_jobrecord r
+                              WHERE r.flow_id = f2.id AND r.state = 'cancelled')
+                 AND NOT EXISTS (SELECT 1 FROM queue_engine_job j
+                                  WHERE j.flow_id = f2.id AND j.state = 'running')
+                     THEN 'cancelled'
+                WHEN NOT EXISTS (SELECT 1 FROM queue_engine_job j WHERE j.flow_id = f2.id)
+                     THEN 'succeeded'
+                ELSE 'running' END AS state
+      FROM queue_engine_flow f2
+     WHERE f2.id = ANY(%s::bigint[])
+  ) s
+ WHERE f.id = s.id AND f.state IS DISTINCT FROM s.state
+RETURNING f.id, f.state
+"""
+
+# Every node downstream of these jobs (through live edges), for cascading cancels.
+DESCENDANTS = """
+WITH RECURSIVE down(id) AS (
+    SELECT unnest(%s::bigint[])
+    UNION
+    SELECT e.child_id FROM queue_engine_flowedge e JOIN down ON e.parent_id = down.id
+)
+SELECT id FROM down
+"""
+
+# Dynamic join: a running node that holds an edge into the join adds a child that
+# the join must now also wait for. Fenced: only while the spawner still runs
+# under the caller's claim token.
+LOCK_SPAWNER = """
+SELECT j.flow_id, j.priority FROM queue_engine_job j
+ WHERE j.id = %s AND j.claim_token = %s AND j.state = 'running'
+   FOR SHARE
+"""
+
+JOIN_HELD_BY = """
+SELECT e.child_id FROM queue_engine_flowedge e
+  JOIN queue_engine_job j ON j.id = e.child_id
+ WHERE e.parent_id = %s AND j.flow_id = %s AND j.node_key = %s
+"""
+
+ADD_PENDING = """
+UPDATE queue_engine_job SET pending_deps = pending_deps + %s WHERE id = %s
+"""
+
+# Requeue a failed or cancelled flow in place: dead and cancelled nodes go back to
+# the live table; every live node then waits for exactly its parents that have
+# not succeeded.
+REQUEUE_FLOW_NODES = f"""
+WITH gone AS (
+    DELETE FROM queue_engine_jobrecord r
+     WHERE r.flow_id = %(flow)s AND r.state IN ('failed', 'cancelled')
+    RETURNING r.*
+)
+INSERT INTO queue_engine_job ({MOVED}, state, pending_deps)
+SELECT id, queue, kind, name, priority, payload, 0, max_attempts, backoff, errors,
+       dedup_key, group_key, labels, flow_id, node_key,
+       meta || jsonb_build_object('requeued', COALESCE((meta->>'requeued')::int, 0) + 1),
+       NULL, '', 0, now(), created_at, NULL, 'blocked', 0
+  FROM gone
+RETURNING id
+"""
+
+RECOUNT_FLOW_DEPENDENCIES = """
+WITH counts AS (
+    SELECT j.id, count(e.parent_id) FILTER (WHERE NOT EXISTS (
+               SELECT 1 FROM queue_engine_jobrecord r
+                WHERE r.id = e.parent_id AND r.state = 'succeeded')) AS pending
+      FROM queue_engine_job j
+      LEFT JOIN queue_engine_flowedge e ON e.child_id = j.id
+     WHERE j.flow_id = %(flow)s AND j.state IN ('blocked', 'available')
+     GROUP BY j.id
+)
+UPDATE queue_engine_job j
+   SET pending_deps = counts.pending,
+       state = CASE WHEN counts.pending = 0 THEN 'available' ELSE 'blocked' END
+  FROM counts
+ WHERE j.id = counts.id
+RETURNING j.queue, j.state
+"""
+
+FLOW_COPY_COLUMNS = (
+    "id, queue, kind, name, priority, payload, max_attempts, backoff, dedup_key, group_key, "
+    "labels, meta, run_at, state, flow_id, node_key, pending_deps"
+)
+
+COPY_FLOW_JOBS = f"COPY queue_engine_job ({FLOW_COPY_COLUMNS}) FROM STDIN"
+
+FLOW_NODES_FOR_RERUN = """
+SELECT id, kind, node_key, payload, queue, priority, name, max_attempts, backoff, group_key,
+       labels, meta
+  FROM queue_engine_job WHERE flow_id = %(flow)s
+UNION ALL
+SELECT id, kind, node_key, payload, queue, priority, name, max_attempts, backoff, group_key,
+       labels, meta
+  FROM queue_engine_jobrecord WHERE flow_id = %(flow)s
+"""
+
+FLOW_EDGES = """
+SELECT parent_id, child_id FROM queue_engine_flowedge WHERE flow_id = %s
+"""
+
+PARENT_OUTPUTS = """
+SELECT r.node_key, r.result::text
+  FROM queue_engine_flowedge e JOIN queue_engine_jobrecord r ON r.id = e.parent_id
+ WHERE e.child_id = %s AND r.state = 'succeeded'
+ ORDER BY r.id
+"""
+
+FLOWS_OF_RECORDS = """
+SELECT DISTINCT flow_id FROM queue_engine_jobrecord
+ WHERE id = ANY(%s::bigint[]) AND flow_id IS NOT NULL
+"""

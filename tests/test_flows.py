@@ -1,0 +1,275 @@
+"""DAG flows against real Postgres and real runworker processes."""
+
+from __future__ import annotations
+
+import random
+import signal
+from collections.abc import Iterator
+
+import pytest
+from django.db import connection
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from queue_engine import ops, ops_flows
+from queue_engine.flows import Flow, FlowError
+from queue_engine.models import Flow as FlowRow
+from queue_engine.models import FlowEdge, Job, JobRecord
+from tests import jobs
+from tests.workers import Workers, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def executions(transactional_db: None) -> Iterator[None]:
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS test_executions")
+        cursor.execute("CREATE TABLE test_executions (job_id bigint, attempt int, pid int)")
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS test_executions")
+
+
+def flow_state(flow_id: int, state: str, timeout: float = 30) -> FlowRow:
+    return wait_for(lambda: FlowRow.objects.filter(pk=flow_id, state=state).first(),
+                    timeout=timeout, message=f"flow {flow_id} to be {state}")
+
+
+def records(flow_id: int) -> dict[str, JobRecord]:
+    return {r.node_key: r for r in JobRecord.objects.filter(flow_id=flow_id)}
+
+
+def execution_order() -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT job_id FROM test_executions ORDER BY ctid")
+        return [r[0] for r in cursor.fetchall()]
+
+
+def test_chain_runs_in_order_and_passes_outputs(workers: Workers, executions: None) -> None:
+    flow = Flow("chain")
+    for i in range(5):
+        flow.add(f"step{i}", jobs.node, label=f"s{i}", depends_on=[f"step{i - 1}"] if i else [])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows")
+
+    finished = flow_state(flow_id, "succeeded")
+
+    done = records(flow_id)
+    assert [done[f"step{i}"].result["saw"] for i in range(5)] == [[]] + [
+        [f"step{i}"] for i in range(4)]
+    order = [done[f"step{i}"].id for i in range(5)]
+    assert execution_order() == order
+    assert finished.finished_at >= done["step4"].finished_at
+
+
+def test_diamond_joins_both_branches(workers: Workers) -> None:
+    flow = Flow("diamond")
+    flow.add("a", jobs.number, value=1)
+    flow.add("b", jobs.number, value=10, depends_on=["a"])
+    flow.add("c", jobs.number, value=100, depends_on=["a"])
+    flow.add("d", jobs.sum_outputs, depends_on=["b", "c"])
+    flow_id = flow.submit()
+    assert Job.objects.get(flow_id=flow_id, node_key="d").state == "blocked"
+    workers.start("--queues", "flows", "--concurrency", "4")
+
+    flow_state(flow_id, "succeeded")
+
+    assert records(flow_id)["d"].result == 110
+
+
+def test_wide_fan_out_and_fan_in(workers: Workers) -> None:
+    flow = Flow("wide")
+    flow.add("root", jobs.number, value=0)
+    keys = flow.fan_out("leaf", jobs.number, [{"value": 1}] * 1000, depends_on=["root"])
+    flow.add("sum", jobs.sum_outputs, depends_on=keys)
+    flow_id = flow.submit()
+    workers.start("--queues", "flows", "--concurrency", "50")
+    workers.start("--queues", "flows", "--concurrency", "50")
+
+    flow_state(flow_id, "succeeded", timeout=60)
+
+    assert records(flow_id)["sum"].result == 1000
+    assert FlowEdge.objects.filter(flow_id=flow_id).count() == 2000
+
+
+def test_node_priority_and_flow_default(workers: Workers, executions: None) -> None:
+    flow = Flow("priorities", priority=-5)
+    flow.add("low", jobs.node, label="low")
+    flow.add("high", jobs.node.using(priority=50), label="high")
+    flow_id = flow.submit()
+
+    priorities = dict(Job.objects.filter(flow_id=flow_id).values_list("node_key", "priority"))
+    assert priorities == {"low": -5, "high": 50}
+    workers.start("--queues", "flows", "--concurrency", "1")
+    flow_state(flow_id, "succeeded")
+    done = records(flow_id)
+    assert execution_order() == [done["high"].id, done["low"].id]
+
+
+def test_dynamic_join_waits_for_a_two_level_subtree(workers: Workers) -> None:
+    flow = Flow("dynamic")
+    flow.add("coordinator", jobs.spawner, width=3, depth=2)
+    flow.add("join", jobs.collect, depends_on=["coordinator"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows", "--concurrency", "8")
+
+    flow_state(flow_id, "succeeded")
+
+    join = records(flow_id)["join"]
+    # coordinator + 3 spawners (their output "spawned") + 9 leaves of value 1
+    assert join.result == {"parents": 13, "ones": 9}
+    # The last leaf can settle in the very transaction that claims the join: same now().
+    assert join.started_at >= max(r.finished_at for k, r in records(flow_id).items()
+                                 if k != "join")
+
+
+def test_dead_node_blocks_dependants_and_fails_the_flow(workers: Workers,
+                                                       executions: None) -> None:
+    flow = Flow("broken")
+    flow.add("ok", jobs.node, label="ok")
+    flow.add("bad", jobs.node, label="bad", fail=True, depends_on=["ok"])
+    flow.add("after", jobs.node, label="after", depends_on=["bad"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows")
+
+    flow_state(flow_id, "failed")
+
+    assert records(flow_id)["bad"].state == "failed"
+    assert Job.objects.get(flow_id=flow_id, node_key="after").state == "blocked"
+
+
+def test_requeue_flow_reruns_only_what_failed(workers: Workers, executions: None) -> None:
+    flow = Flow("resume")
+    flow.add("ok", jobs.node, label="ok")
+    flow.add("bad", jobs.node, label="bad", fail=True, depends_on=["ok"])
+    flow.add("after", jobs.node, label="after", depends_on=["bad"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows")
+    flow_state(flow_id, "failed")
+    JobRecord.objects.filter(flow_id=flow_id, node_key="bad").update(payload={"label": "fixed"})
+
+    assert ops_flows.requeue_flow(flow_id, actor="ops") == 1
+
+    flow_state(flow_id, "succeeded")
+    done = records(flow_id)
+    runs = execution_order()
+    assert runs.count(done["ok"].id) == 1
+    assert runs.count(done["bad"].id) == 2
+    assert done["after"].result["saw"] == ["bad"]
+
+
+def test_rerun_flow_clones_the_whole_flow(workers: Workers) -> None:
+    flow = Flow("clone me")
+    flow.add("a", jobs.number, value=2)
+    flow.add("b", jobs.sum_outputs, depends_on=["a"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows")
+    flow_state(flow_id, "succeeded")
+
+    new_id = ops_flows.rerun_flow(flow_id, actor="ops")
+
+    assert new_id != flow_id
+    flow_state(new_id, "succeeded")
+    assert records(new_id)["b"].result == 2
+    assert FlowRow.objects.get(pk=new_id).rerun_of == flow_id
+
+
+def test_cancel_cascades_to_dependants_and_cancel_flow(workers: Workers) -> None:
+    flow = Flow("cancel")
+    flow.add("slow", jobs.cooperative, seconds=30)
+    flow.add("child", jobs.number, value=1, depends_on=["slow"])
+    flow.add("grandchild", jobs.number, value=1, depends_on=["child"])
+    flow.add("other", jobs.cooperative, seconds=30)
+    flow_id = flow.submit()
+    workers.start("--queues", "slow,flows")
+    slow = Job.objects.get(flow_id=flow_id, node_key="slow")
+    wait_for(lambda: Job.objects.filter(pk=slow.id, state="running").exists())
+
+    assert ops.cancel_jobs([slow.id], actor="ops") == 3
+    assert set(Job.objects.filter(flow_id=flow_id).values_list("node_key", flat=True)) == {
+        "other"}
+
+    assert ops_flows.cancel_flow(flow_id, actor="ops") == 1
+    flow_state(flow_id, "cancelled")
+    assert {r.state for r in records(flow_id).values()} == {"cancelled"}
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda f: (f.add("a", jobs.number, value=1, depends_on=["b"]),
+                    f.add("b", jobs.number, value=1, depends_on=["a"])),
+         r"cycle: '(a|b)' -> '(a|b)' -> '\1'"),
+        (lambda f: f.add("a", jobs.number, value=1, depends_on=["a"]), "'a' depends on itself"),
+        (lambda f: f.add("a", jobs.number, value=1, depends_on=["ghost"]),
+         "'a' depends on unknown node\\(s\\) 'ghost'"),
+        (lambda f: f.add("a", "no.such.kind", value=1), "node 'a': Unknown job kind"),
+        (lambda f: f.add("a", jobs.number, value={1, 2}), "node 'a'.*set at 'value'"),
+    ],
+)
+def test_bad_graphs_are_rejected_before_anything_is_written(transactional_db: None, build,  # type: ignore[no-untyped-def]
+                                                            message: str) -> None:
+    flow = Flow("bad")
+
+    with pytest.raises(FlowError, match=message):
+        build(flow)
+        flow.submit()
+
+    assert not FlowRow.objects.exists() and not Job.objects.exists()
+    assert not FlowEdge.objects.exists()
+
+
+def test_duplicate_keys_are_refused_at_once(transactional_db: None) -> None:
+    flow = Flow("dup")
+    flow.add("a", jobs.number, value=1)
+
+    with pytest.raises(FlowError, match="node key 'a' is used twice"):
+        flow.add("a", jobs.number, value=2)
+
+
+@st.composite
+def dags(draw: st.DrawFn) -> dict[str, list[str]]:
+    size = draw(st.integers(1, 50))
+    graph: dict[str, list[str]] = {}
+    for i in range(size):
+        parents = draw(st.lists(st.integers(0, i - 1), max_size=4, unique=True)) if i else []
+        graph[f"n{i}"] = [f"n{p}" for p in parents]
+    return graph
+
+
+@settings(max_examples=4, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(graph=dags(), seed=st.integers(0, 2**16))
+def test_random_dags_run_each_node_once_after_its_parents(workers: Workers, executions: None,
+                                                          graph: dict[str, list[str]],
+                                                          seed: int) -> None:
+    from queue_engine.models import QueueConfig
+
+    QueueConfig.objects.update_or_create(name="flows", defaults={"lock_duration": 2})
+    flow = Flow("random")
+    for key, parents in graph.items():
+        flow.add(key, jobs.node, label=key, depends_on=parents)
+    flow_id = flow.submit()
+    victim = workers.start("--queues", "flows", "--concurrency", "3")
+    workers.start("--queues", "flows", "--concurrency", "3")
+    wait_for(lambda: JobRecord.objects.filter(flow_id=flow_id).count()
+             >= random.Random(seed).randint(0, len(graph) // 2), timeout=30)
+    victim.send_signal(signal.SIGKILL)
+    workers.start("--queues", "flows", "--concurrency", "3")
+
+    flow_state(flow_id, "succeeded", timeout=90)
+
+    done = records(flow_id)
+    assert set(done) == set(graph)
+    for key, parents in graph.items():
+        for parent in parents:
+            assert done[parent].finished_at <= done[key].started_at
+        assert done[key].result["saw"] == sorted(parents)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(DISTINCT job_id) FROM test_executions")
+        assert cursor.fetchone()[0] == len(graph)
+    workers.stop_all()
+    workers.procs.clear()
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE test_executions")
