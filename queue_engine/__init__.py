@@ -1,5 +1,6 @@
 """A Postgres-native job and flow engine for Django."""
 
+from importlib import import_module
 from typing import Any
 
 __all__ = [
@@ -16,13 +17,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy so that `import queue_engine` works before Django's apps are ready.
+    # Lazy so that `import queue_engine` works before Django's apps are ready. The
+    # submodules are imported by full name: `from queue_engine import enqueue` would
+    # ask this function for the attribute `enqueue` again.
     if name in ("Backoff", "Fatal", "Retry", "Snooze", "job"):
-        from queue_engine import definitions
-
-        return getattr(definitions, name)
+        return getattr(import_module("queue_engine.definitions"), name)
     if name in ("EnqueueError", "JobSpec", "enqueue", "enqueue_many"):
-        from queue_engine import enqueue
-
-        return getattr(enqueue, name)
+        return getattr(import_module("queue_engine.enqueue"), name)
     raise AttributeError(name)

@@ -36,6 +36,12 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+def snapshot() -> dict[str, Any]:
+    """Every option at once, for code that reads several per job (enqueue_many)."""
+    configured: dict[str, Any] = getattr(settings, "QUEUE_ENGINE", {}) or {}
+    return {**DEFAULTS, **configured}
+
+
 def option(name: str) -> Any:
     configured: dict[str, Any] = getattr(settings, "QUEUE_ENGINE", {}) or {}
     return configured.get(name, DEFAULTS[name])

@@ -147,6 +147,11 @@ class JobDefinition:
         params = list(sig.parameters.values())
         object.__setattr__(self, "signature", sig)
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.func))
+        object.__setattr__(self, "_names", (
+            frozenset(p.name for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD),
+            frozenset(p.name for p in params if p.default is inspect.Parameter.empty
+                      and p.kind is not inspect.Parameter.VAR_KEYWORD),
+            any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)))
         object.__setattr__(self, "_simple", all(
             p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY,
                        inspect.Parameter.VAR_KEYWORD) for p in params))
@@ -168,6 +173,10 @@ class JobDefinition:
 
     def payload_for(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """Bind a call's arguments to parameter names: the payload is a JSON object."""
+        if not args and self._simple:  # type: ignore[attr-defined]
+            names, required, open_kwargs = self._names  # type: ignore[attr-defined]
+            if required <= kwargs.keys() and (open_kwargs or kwargs.keys() <= names):
+                return dict(kwargs)
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as exc:

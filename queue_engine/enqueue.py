@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import psycopg
 from django.db import connection, transaction
 from django.utils import timezone
 
 from queue_engine import sql
-from queue_engine.conf import option
+from queue_engine.conf import snapshot
 from queue_engine.definitions import (
     Backoff,
     EnqueueOptions,
@@ -117,12 +118,14 @@ def spec_for(definition: JobDefinition, payload: Mapping[str, Any]) -> JobSpec:
     )
 
 
-def prepare(spec: JobSpec, definition: JobDefinition | None = None) -> Row:
+def prepare(spec: JobSpec, definition: JobDefinition | None = None,
+            options: dict[str, Any] | None = None) -> Row:
     """Validate a spec against its kind's definition and the engine's options."""
+    opts = options if options is not None else snapshot()
     kind = spec.kind
     if definition is None:
         definition = registry.get(kind)
-    if definition is None and not option("ALLOW_UNKNOWN_KINDS"):
+    if definition is None and not opts["ALLOW_UNKNOWN_KINDS"]:
         known = ", ".join(registry.kinds()[:10]) or "none"
         raise UnknownKindError(
             f"Unknown job kind {kind!r}: no @job with that kind is registered in this process "
@@ -138,15 +141,15 @@ def prepare(spec: JobSpec, definition: JobDefinition | None = None) -> Row:
     payload = dict(spec.payload)
     try:
         payload_text = dump_json(
-            payload, what=f"{kind}: the payload", max_bytes=option("MAX_PAYLOAD_BYTES")
+            payload, what=f"{kind}: the payload", max_bytes=opts["MAX_PAYLOAD_BYTES"]
         )
         meta = dict(spec.meta or {})
         meta_text = dump_json(meta, what=f"{kind}: meta") if meta else "{}"
     except PayloadError as exc:
         raise InvalidPayloadError(str(exc)) from None
 
-    queue = spec.queue or (definition.queue if definition else option("DEFAULT_QUEUE"))
-    check_queue(kind, queue)
+    queue = spec.queue or (definition.queue if definition else opts["DEFAULT_QUEUE"])
+    check_queue(kind, queue, opts)
     priority = spec.priority if spec.priority is not None else (
         definition.priority if definition else 0
     )
@@ -156,7 +159,7 @@ def prepare(spec: JobSpec, definition: JobDefinition | None = None) -> Row:
             f"not {priority!r}."
         )
     max_attempts = spec.max_attempts or (
-        definition.max_attempts if definition else option("DEFAULT_MAX_ATTEMPTS")
+        definition.max_attempts if definition else opts["DEFAULT_MAX_ATTEMPTS"]
     )
     if not isinstance(max_attempts, int) or max_attempts < 1:
         raise EnqueueError(f"{kind}: max_attempts must be at least 1, not {max_attempts!r}.")
@@ -202,11 +205,11 @@ def prepare(spec: JobSpec, definition: JobDefinition | None = None) -> Row:
     )
 
 
-def check_queue(kind: str, queue: str) -> None:
+def check_queue(kind: str, queue: str, opts: dict[str, Any]) -> None:
     if not isinstance(queue, str) or not 0 < len(queue) <= 128:
         raise EnqueueError(f"{kind}: queue must be a name of 1 to 128 characters, not {queue!r}.")
-    declared = option("QUEUES")
-    if not option("ALLOW_UNDECLARED_QUEUES") and queue not in declared:
+    declared = opts["QUEUES"]
+    if not opts["ALLOW_UNDECLARED_QUEUES"] and queue not in declared:
         names = ", ".join(sorted(declared)) or "none"
         raise EnqueueError(
             f"{kind}: queue {queue!r} is not declared (declared: {names}); add it to "
@@ -242,10 +245,11 @@ def enqueue_debounced(spec: JobSpec) -> Job:
 
 def _insert(row: Row, *, debounce: bool) -> Job:
     params = row.params()
-    with transaction.atomic(), connection.cursor() as cursor:
-        if row.dedup_key is None:
+    if row.dedup_key is None:  # one statement: atomic on its own, no savepoint needed
+        with connection.cursor() as cursor:
             cursor.execute(sql.INSERT_JOB, params)
             return _job(row, cursor.fetchone(), deduplicated=False)
+    with transaction.atomic(), connection.cursor() as cursor:
         for _ in range(5):
             cursor.execute(sql.UPSERT_JOB_DEBOUNCED if debounce else sql.INSERT_JOB_DEDUP, params)
             found = cursor.fetchone()
@@ -302,7 +306,8 @@ def enqueue_many(specs: Iterable[JobSpec]) -> list[int]:
     A spec whose dedup key is already held (by a live job, or by an earlier spec
     in the same call) gets the holder's id.
     """
-    rows = [prepare(spec) for spec in specs]
+    opts = snapshot()
+    rows = [prepare(spec, options=opts) for spec in specs]
     if not rows:
         return []
     with transaction.atomic(), connection.cursor() as cursor:
@@ -315,8 +320,10 @@ def enqueue_many(specs: Iterable[JobSpec]) -> list[int]:
                     copy.write_row(values)
             return list(ids)
         labels = ["{" + ",".join(_array_item(x) for x in labels) + "}" for labels in columns[10]]
-        cursor.execute(sql.INSERT_JOBS_UNNEST, [*columns[:10], labels, *columns[11:]])
-        inserted = {r[0] for r in cursor.fetchall()}
+        # A server-binding cursor sends the arrays as parameters, not quoted text.
+        with psycopg.Cursor(cursor.connection) as raw:
+            raw.execute(sql.INSERT_JOBS_UNNEST, [*columns[:10], labels, *columns[11:]])
+            inserted = {r[0] for r in raw.fetchall()}
         missing = [(row.kind, row.dedup_key) for row, i in zip(rows, ids, strict=True)
                    if i not in inserted]
         if not missing:

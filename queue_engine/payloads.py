@@ -17,7 +17,9 @@ def dump_json(value: Any, *, what: str, max_bytes: int | None = None) -> str:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError):
         raise PayloadError(f"{what} {explain(value)}") from None
-    if json.loads(text) != value:
+    # json.dumps silently turns tuples into lists and non-string keys into strings;
+    # a flat object of strings, numbers, booleans and nulls cannot hide either.
+    if not is_flat(value) and json.loads(text) != value:
         problem = first_change(value, "")
         if problem is not None:
             raise PayloadError(f"{what} {problem}")
@@ -30,6 +32,18 @@ def dump_json(value: Any, *, what: str, max_bytes: int | None = None) -> str:
                 "reference to it."
             )
     return text
+
+
+SCALARS = (str, int, float, bool, type(None))
+
+
+def is_flat(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return isinstance(value, SCALARS)
+    for key, item in value.items():
+        if type(key) is not str or not isinstance(item, SCALARS):
+            return False
+    return True
 
 
 def explain(value: Any) -> str:
