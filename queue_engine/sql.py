@@ -474,11 +474,14 @@ RETURNING id, queue
 # kept for the record. A dedup key already held by a live job (or by an earlier
 # job in the same batch) is dropped so the redrive cannot collide.
 OPS_REDRIVE = f"""
-WITH picked AS (
-    SELECT r.*, row_number() OVER (PARTITION BY r.kind, r.dedup_key ORDER BY r.id) AS nth
-      FROM queue_engine_jobrecord r
+WITH locked AS (
+    SELECT r.id FROM queue_engine_jobrecord r
      WHERE r.id = ANY(%(ids)s::bigint[]) AND r.state = ANY(%(states)s::varchar[])
+     ORDER BY r.id
        FOR UPDATE
+), picked AS (
+    SELECT r.*, row_number() OVER (PARTITION BY r.kind, r.dedup_key ORDER BY r.id) AS nth
+      FROM queue_engine_jobrecord r JOIN locked USING (id)
 ), gone AS (
     DELETE FROM queue_engine_jobrecord r USING picked
      WHERE r.id = picked.id
