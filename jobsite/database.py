@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import dj_database_url
-
 from django.core.exceptions import ImproperlyConfigured
 
 
@@ -24,7 +23,9 @@ def database_config(url: str | None, *, pool: bool) -> dict[str, Any]:
     try:
         config: dict[str, Any] = dict(dj_database_url.parse(url))
     except ValueError as exc:
-        raise ImproperlyConfigured(f"DATABASE_URL {redact(url)!r} is not a valid URL: {exc}") from exc
+        raise ImproperlyConfigured(
+            f"DATABASE_URL {redact(url)!r} is not a valid URL: {exc}"
+        ) from exc
     options = config.setdefault("OPTIONS", {})
     if "host" in options:  # a socket directory given as ?host=/path
         config["HOST"] = options.pop("host")

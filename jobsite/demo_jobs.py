@@ -10,8 +10,13 @@ from typing import Any
 from queue_engine import Backoff, Fatal, job
 
 
-@job(kind="demo.send_email", queue="emails", name=lambda p: f"Email to {p['to']}",
-     max_attempts=5, backoff=Backoff.exponential(2, 60))
+@job(
+    kind="demo.send_email",
+    queue="emails",
+    name=lambda p: f"Email to {p['to']}",
+    max_attempts=5,
+    backoff=Backoff.exponential(2, 60),
+)
 def send_email(to: str, subject: str = "Hello") -> dict[str, Any]:
     time.sleep(random.uniform(0.05, 0.3))
     return {"delivered_to": to, "subject": subject}
@@ -25,8 +30,7 @@ async def resize_image(ctx: Any, image_id: int, account: str = "acme") -> dict[s
     return {"image_id": image_id, "sizes": [64, 256, 1024]}
 
 
-@job(kind="demo.charge_card", queue="billing", max_attempts=3,
-     backoff=Backoff.fixed(5))
+@job(kind="demo.charge_card", queue="billing", max_attempts=3, backoff=Backoff.fixed(5))
 def charge_card(order_id: int, amount_cents: int) -> None:
     if order_id % 3 == 0:
         raise Fatal(f"card for order {order_id} was declined")

@@ -19,8 +19,14 @@ def conninfo(alias: str = "default", **overrides: Any) -> str:
         "port": s.get("PORT") or None,
     }
     for key, value in (s.get("OPTIONS") or {}).items():
-        if key not in ("pool", "server_side_binding", "isolation_level", "assume_role",
-                       "prepare_threshold", "cursor_factory"):
+        if key not in (
+            "pool",
+            "server_side_binding",
+            "isolation_level",
+            "assume_role",
+            "prepare_threshold",
+            "cursor_factory",
+        ):
             params[key] = value
     params.update(overrides)
     return make_conninfo(**{k: v for k, v in params.items() if v is not None})

@@ -35,7 +35,9 @@ class Backoff:
     jitter: bool = True
 
     @classmethod
-    def exponential(cls, base: Seconds = 1.0, cap: Seconds = 3600.0, *, jitter: bool = True) -> Backoff:
+    def exponential(
+        cls, base: Seconds = 1.0, cap: Seconds = 3600.0, *, jitter: bool = True
+    ) -> Backoff:
         return cls("exponential", to_seconds(base) or 0.0, to_seconds(cap) or 0.0, jitter)
 
     @classmethod
@@ -147,14 +149,33 @@ class JobDefinition:
         params = list(sig.parameters.values())
         object.__setattr__(self, "signature", sig)
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.func))
-        object.__setattr__(self, "_names", (
-            frozenset(p.name for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD),
-            frozenset(p.name for p in params if p.default is inspect.Parameter.empty
-                      and p.kind is not inspect.Parameter.VAR_KEYWORD),
-            any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)))
-        object.__setattr__(self, "_simple", all(
-            p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY,
-                       inspect.Parameter.VAR_KEYWORD) for p in params))
+        object.__setattr__(
+            self,
+            "_names",
+            (
+                frozenset(p.name for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD),
+                frozenset(
+                    p.name
+                    for p in params
+                    if p.default is inspect.Parameter.empty
+                    and p.kind is not inspect.Parameter.VAR_KEYWORD
+                ),
+                any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params),
+            ),
+        )
+        object.__setattr__(
+            self,
+            "_simple",
+            all(
+                p.kind
+                in (
+                    inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    inspect.Parameter.VAR_KEYWORD,
+                )
+                for p in params
+            ),
+        )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)

@@ -118,8 +118,9 @@ def spec_for(definition: JobDefinition, payload: Mapping[str, Any]) -> JobSpec:
     )
 
 
-def prepare(spec: JobSpec, definition: JobDefinition | None = None,
-            options: dict[str, Any] | None = None) -> Row:
+def prepare(
+    spec: JobSpec, definition: JobDefinition | None = None, options: dict[str, Any] | None = None
+) -> Row:
     """Validate a spec against its kind's definition and the engine's options."""
     opts = options if options is not None else snapshot()
     kind = spec.kind
@@ -150,8 +151,8 @@ def prepare(spec: JobSpec, definition: JobDefinition | None = None,
 
     queue = spec.queue or (definition.queue if definition else opts["DEFAULT_QUEUE"])
     check_queue(kind, queue, opts)
-    priority = spec.priority if spec.priority is not None else (
-        definition.priority if definition else 0
+    priority = (
+        spec.priority if spec.priority is not None else (definition.priority if definition else 0)
     )
     if not isinstance(priority, int) or not -100 <= priority <= 100:
         raise EnqueueError(
@@ -173,15 +174,19 @@ def prepare(spec: JobSpec, definition: JobDefinition | None = None,
     delay = to_seconds(spec.delay) or 0.0
     if delay < 0:
         raise EnqueueError(f"{kind}: delay must not be negative, not {delay}.")
-    name = spec.name if spec.name is not None else (
-        definition.display_name_for(payload) if definition else ""
+    name = (
+        spec.name
+        if spec.name is not None
+        else (definition.display_name_for(payload) if definition else "")
     )
-    group_key = spec.group_key if spec.group_key is not None else (
-        definition.group_key_for(payload) if definition else None
+    group_key = (
+        spec.group_key
+        if spec.group_key is not None
+        else (definition.group_key_for(payload) if definition else None)
     )
-    labels = list(spec.labels if spec.labels is not None else (
-        definition.labels if definition else ()
-    ))
+    labels = list(
+        spec.labels if spec.labels is not None else (definition.labels if definition else ())
+    )
     for text, what in ((spec.dedup_key, "dedup_key"), (group_key, "group_key")):
         if text is not None and (not isinstance(text, str) or not 0 < len(text) <= 255):
             raise EnqueueError(f"{kind}: {what} must be a string of 1 to 255 characters.")
@@ -226,8 +231,9 @@ def insert_row(row: Row) -> Job:
     return _insert(row, debounce=False)
 
 
-def enqueue_definition(definition: JobDefinition, payload: dict[str, Any], *,
-                       debounce: bool = False) -> Job:
+def enqueue_definition(
+    definition: JobDefinition, payload: dict[str, Any], *, debounce: bool = False
+) -> Job:
     spec = spec_for(definition, payload)
     if debounce and not spec.dedup_key:
         raise EnqueueError(
@@ -324,23 +330,29 @@ def enqueue_many(specs: Iterable[JobSpec]) -> list[int]:
         with psycopg.Cursor(cursor.connection) as raw:
             raw.execute(sql.INSERT_JOBS_UNNEST, [*columns[:10], labels, *columns[11:]])
             inserted = {r[0] for r in raw.fetchall()}
-        missing = [(row.kind, row.dedup_key) for row, i in zip(rows, ids, strict=True)
-                   if i not in inserted]
+        missing = [
+            (row.kind, row.dedup_key) for row, i in zip(rows, ids, strict=True) if i not in inserted
+        ]
         if not missing:
             return list(ids)
-        cursor.execute(sql.SELECT_JOB_IDS_BY_DEDUP_KEYS,
-                       [[k for k, _ in missing], [d for _, d in missing]])
+        cursor.execute(
+            sql.SELECT_JOB_IDS_BY_DEDUP_KEYS, [[k for k, _ in missing], [d for _, d in missing]]
+        )
         holders = {(kind, key): job_id for kind, key, job_id in cursor.fetchall()}
-        return [i if i in inserted else holders[(row.kind, row.dedup_key)]
-                for row, i in zip(rows, ids, strict=True)]
+        return [
+            i if i in inserted else holders[(row.kind, row.dedup_key)]
+            for row, i in zip(rows, ids, strict=True)
+        ]
 
 
 def _bulk_columns(rows: list[Row], ids: list[int], now: datetime) -> list[list[Any]]:
     run_ats: list[datetime] = []
     states: list[str] = []
     for row in rows:
-        run_at = row.run_at if row.run_at is not None else (
-            now + timedelta(seconds=row.delay) if row.delay else now
+        run_at = (
+            row.run_at
+            if row.run_at is not None
+            else (now + timedelta(seconds=row.delay) if row.delay else now)
         )
         run_ats.append(run_at)
         states.append("scheduled" if run_at > now else "available")

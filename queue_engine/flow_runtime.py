@@ -22,8 +22,9 @@ Call = tuple[JobDefinition | str, tuple[Any, ...], dict[str, Any], str | None]
 def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[int]:
     """Insert children that `join` waits for, fenced on the spawner's claim."""
     if execution.flow_id is None:
-        raise FlowError(f"job {execution.job_id} is not part of a flow, so it has no join "
-                        "to spawn into.")
+        raise FlowError(
+            f"job {execution.job_id} is not part of a flow, so it has no join to spawn into."
+        )
     rows = []
     for index, (job, args, kwargs, key) in enumerate(calls):
         if isinstance(job, JobDefinition):
@@ -37,12 +38,14 @@ def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[i
             held = cursor.fetchone()
             if held is None:
                 raise LeaseLost(f"job {execution.job_id} is no longer held by this worker")
-            flow_id, priority = held
+            flow_id, _priority = held
             cursor.execute(sql_flows.JOIN_HELD_BY, [execution.job_id, flow_id, join])
             found = cursor.fetchone()
             if found is None:
-                raise FlowError(f"job {execution.job_id} ({execution.node_key!r}) holds no edge "
-                                f"into a node {join!r} of its flow, so it cannot spawn into it.")
+                raise FlowError(
+                    f"job {execution.job_id} ({execution.node_key!r}) holds no edge "
+                    f"into a node {join!r} of its flow, so it cannot spawn into it."
+                )
             join_id = found[0]
             cursor.execute(sql.ALLOCATE_JOB_IDS, [len(rows)])
             now, ids = cursor.fetchone()

@@ -37,8 +37,9 @@ class Node:
 
 
 class Flow:
-    def __init__(self, name: str, *, priority: int = 0,
-                 meta: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, name: str, *, priority: int = 0, meta: Mapping[str, Any] | None = None
+    ) -> None:
         if not isinstance(priority, int) or not -100 <= priority <= 100:
             raise FlowError(f"flow {name!r}: priority must be from -100 to 100, not {priority!r}.")
         self.name = name
@@ -47,28 +48,44 @@ class Flow:
         self.nodes: dict[str, Node] = {}
         self.rerun_of: int | None = None
 
-    def add(self, key: str, job: JobDefinition | str, *args: Any,
-            depends_on: Iterable[str] = (), **kwargs: Any) -> str:
+    def add(
+        self,
+        key: str,
+        job: JobDefinition | str,
+        *args: Any,
+        depends_on: Iterable[str] = (),
+        **kwargs: Any,
+    ) -> str:
         """Add a node running `job` with these arguments; options come from `job.using(...)`."""
         if not isinstance(key, str) or not 0 < len(key) <= 255:
-            raise FlowError(f"flow {self.name!r}: a node key must be 1 to 255 characters, "
-                            f"not {key!r}.")
+            raise FlowError(
+                f"flow {self.name!r}: a node key must be 1 to 255 characters, not {key!r}."
+            )
         if key in self.nodes:
-            raise FlowError(f"flow {self.name!r}: node key {key!r} is used twice; keys name "
-                            "nodes and must be unique in a flow.")
+            raise FlowError(
+                f"flow {self.name!r}: node key {key!r} is used twice; keys name "
+                "nodes and must be unique in a flow."
+            )
         if isinstance(job, JobDefinition):
             spec = spec_for(job, job.payload_for(args, kwargs))
         else:
             if args:
-                raise FlowError(f"flow {self.name!r}: node {key!r} names its kind as a string, "
-                                "so pass its arguments by name.")
+                raise FlowError(
+                    f"flow {self.name!r}: node {key!r} names its kind as a string, "
+                    "so pass its arguments by name."
+                )
             spec = JobSpec(kind=job, payload=kwargs)
         self.nodes[key] = Node(key, spec, list(depends_on))
         return key
 
-    def fan_out(self, prefix: str, job: JobDefinition | str,
-                calls: Iterable[Mapping[str, Any] | Sequence[Any]], *,
-                depends_on: Iterable[str] = ()) -> list[str]:
+    def fan_out(
+        self,
+        prefix: str,
+        job: JobDefinition | str,
+        calls: Iterable[Mapping[str, Any] | Sequence[Any]],
+        *,
+        depends_on: Iterable[str] = (),
+    ) -> list[str]:
         """Add one node per call, keyed `prefix[0]`, `prefix[1]`, ...; returns the keys."""
         parents = list(depends_on)
         keys = []
@@ -88,8 +105,10 @@ class Flow:
                 raise FlowError(f"flow {self.name!r}: node {node.key!r} depends on itself.")
             unknown = [d for d in node.depends_on if d not in self.nodes]
             if unknown:
-                raise FlowError(f"flow {self.name!r}: node {node.key!r} depends on unknown "
-                                f"node(s) {', '.join(map(repr, unknown))}.")
+                raise FlowError(
+                    f"flow {self.name!r}: node {node.key!r} depends on unknown "
+                    f"node(s) {', '.join(map(repr, unknown))}."
+                )
         return topological_order(self.name, {k: n.depends_on for k, n in self.nodes.items()})
 
     def submit(self) -> int:
@@ -111,22 +130,32 @@ class Flow:
             with transaction.atomic():
                 return self._write(order, rows, meta)
         except IntegrityError as exc:
-            raise FlowError(f"flow {self.name!r}: a node's dedup key is already held by a live "
-                            f"job ({exc.__cause__ or exc}); drop the key or wait for that job."
-                            ) from None
+            raise FlowError(
+                f"flow {self.name!r}: a node's dedup key is already held by a live "
+                f"job ({exc.__cause__ or exc}); drop the key or wait for that job."
+            ) from None
 
     def _write(self, order: list[str], rows: dict[str, Row], meta: str) -> int:
         with connection.cursor() as cursor:
-            cursor.execute(sql_flows.INSERT_FLOW, [self.name[:255], self.priority, meta,
-                                                   self.rerun_of])
+            cursor.execute(
+                sql_flows.INSERT_FLOW, [self.name[:255], self.priority, meta, self.rerun_of]
+            )
             flow_id = cursor.fetchone()[0]
             cursor.execute(sql.ALLOCATE_JOB_IDS, [len(order)])
             now, ids = cursor.fetchone()
             job_ids = dict(zip(order, ids, strict=True))
             with cursor.cursor.copy(sql_flows.COPY_FLOW_JOBS) as copy:
                 for key in order:
-                    copy.write_row(flow_row(rows[key], job_ids[key], now, flow_id, key,
-                                            len(self.nodes[key].depends_on)))
+                    copy.write_row(
+                        flow_row(
+                            rows[key],
+                            job_ids[key],
+                            now,
+                            flow_id,
+                            key,
+                            len(self.nodes[key].depends_on),
+                        )
+                    )
             parents = [job_ids[p] for k in order for p in self.nodes[k].depends_on]
             children = [job_ids[k] for k in order for _ in self.nodes[k].depends_on]
             if parents:
@@ -134,15 +163,32 @@ class Flow:
         return int(flow_id)
 
 
-def flow_row(row: Row, job_id: int, now: Any, flow_id: int, key: str,
-             parents: int) -> tuple[Any, ...]:
+def flow_row(
+    row: Row, job_id: int, now: Any, flow_id: int, key: str, parents: int
+) -> tuple[Any, ...]:
     from datetime import timedelta
 
     run_at = row.run_at or (now + timedelta(seconds=row.delay) if row.delay else now)
     state = "blocked" if parents else ("scheduled" if run_at > now else "available")
-    return (job_id, row.queue, row.kind, row.name, row.priority, row.payload, row.max_attempts,
-            row.backoff, row.dedup_key, row.group_key, row.labels, row.meta, run_at, state,
-            flow_id, key, parents)
+    return (
+        job_id,
+        row.queue,
+        row.kind,
+        row.name,
+        row.priority,
+        row.payload,
+        row.max_attempts,
+        row.backoff,
+        row.dedup_key,
+        row.group_key,
+        row.labels,
+        row.meta,
+        run_at,
+        state,
+        flow_id,
+        key,
+        parents,
+    )
 
 
 def topological_order(name: str, graph: Mapping[str, Sequence[str]]) -> list[str]:
@@ -163,8 +209,9 @@ def topological_order(name: str, graph: Mapping[str, Sequence[str]]) -> list[str
                 ready.append(child)
     if len(order) < len(graph):
         cycle = find_cycle({k: list(d) for k, d in graph.items() if waiting.get(k)})
-        raise FlowError(f"flow {name!r} has a cycle: {' -> '.join(map(repr, cycle))}; "
-                        "a flow must be a DAG.")
+        raise FlowError(
+            f"flow {name!r} has a cycle: {' -> '.join(map(repr, cycle))}; a flow must be a DAG."
+        )
     return order
 
 
@@ -175,7 +222,7 @@ def find_cycle(graph: Mapping[str, list[str]]) -> list[str]:
     while True:
         nxt = next(d for d in graph[path[-1]] if d in graph)
         if nxt in seen:
-            return [*path[seen[nxt]:], nxt]
+            return [*path[seen[nxt] :], nxt]
         seen[nxt] = len(path)
         path.append(nxt)
 
@@ -184,5 +231,6 @@ def parent_outputs(job_id: int) -> dict[str, Any]:
     """The return values of a flow job's succeeded parents, by node key."""
     with connection.cursor() as cursor:
         cursor.execute(sql_flows.PARENT_OUTPUTS, [job_id])
-        return {key: json.loads(text) if text is not None else None
-                for key, text in cursor.fetchall()}
+        return {
+            key: json.loads(text) if text is not None else None for key, text in cursor.fetchall()
+        }

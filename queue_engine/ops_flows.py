@@ -43,8 +43,10 @@ def requeue_flow(flow_id: int, *, actor: Any = None) -> int:
         if flow is None:
             raise OpsError(f"Cannot requeue: flow {flow_id} does not exist.")
         if flow.state not in ("failed", "cancelled"):
-            raise OpsError(f"Cannot requeue flow {flow_id}: it is {flow.state}; only failed "
-                           "or cancelled flows can be requeued (rerun clones any flow).")
+            raise OpsError(
+                f"Cannot requeue flow {flow_id}: it is {flow.state}; only failed "
+                "or cancelled flows can be requeued (rerun clones any flow)."
+            )
         with connection.cursor() as cursor:
             cursor.execute(sql_flows.REQUEUE_FLOW_NODES, {"flow": flow_id})
             requeued = [r[0] for r in cursor.fetchall()]
@@ -73,11 +75,31 @@ def rerun_flow(flow_id: int, *, actor: Any = None) -> int:
             parents.setdefault(child, []).append(key_of[parent])
     builder = FlowBuilder(flow.name, priority=flow.default_priority, meta=flow.meta)
     builder.rerun_of = flow_id
-    for (job_id, kind, key, payload, queue, priority, name, max_attempts, _backoff,
-         group_key, labels, meta) in sorted(nodes, key=lambda n: n[0]):
-        spec = JobSpec(kind=kind, payload=_json(payload), queue=queue, priority=priority,
-                       name=name or None, max_attempts=max_attempts, group_key=group_key,
-                       labels=labels, meta=_json(meta))
+    for (
+        job_id,
+        kind,
+        key,
+        payload,
+        queue,
+        priority,
+        name,
+        max_attempts,
+        _backoff,
+        group_key,
+        labels,
+        meta,
+    ) in sorted(nodes, key=lambda n: n[0]):
+        spec = JobSpec(
+            kind=kind,
+            payload=_json(payload),
+            queue=queue,
+            priority=priority,
+            name=name or None,
+            max_attempts=max_attempts,
+            group_key=group_key,
+            labels=labels,
+            meta=_json(meta),
+        )
         builder.nodes[key] = _node(key, spec, parents.get(job_id, []))
     with transaction.atomic():
         new_id = builder.submit()

@@ -49,8 +49,9 @@ class QueueEngineTask(Task):
         dedup_key: str | None = None,
         max_attempts: int | None = None,
     ) -> QueueEngineTask:
-        task = Task.using(self, priority=priority, queue_name=queue_name,
-                          run_after=run_after, backend=backend)
+        task = Task.using(
+            self, priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
+        )
         changes: dict[str, Any] = {}
         if dedup_key is not None:
             changes["dedup_key"] = dedup_key
@@ -94,7 +95,7 @@ class QueueEngineBackend(BaseTaskBackend):
             self.queues = set()
 
     def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
-        from queue_engine.enqueue import EnqueueError, JobSpec, prepare, insert_row
+        from queue_engine.enqueue import EnqueueError, JobSpec, insert_row, prepare
         from queue_engine.registry import registry
 
         self.validate_task(task)
@@ -142,8 +143,9 @@ class QueueEngineBackend(BaseTaskBackend):
 
     def _result(self, task: Task, row: Any) -> TaskResult:
         errors = [
-            TaskError(exception_class_path=e.get("class", "Exception"),
-                      traceback=e.get("traceback", ""))
+            TaskError(
+                exception_class_path=e.get("class", "Exception"), traceback=e.get("traceback", "")
+            )
             for e in (row.errors or [])
         ]
         workers = [e.get("worker", "") for e in (row.errors or [])]

@@ -8,8 +8,11 @@ from queue_engine import checks
 
 
 def test_default_settings_pass_every_check() -> None:
-    errors = (checks.check_runworker_command() + checks.check_tasks_backend()
-              + checks.check_engine_settings())
+    errors = (
+        checks.check_runworker_command()
+        + checks.check_tasks_backend()
+        + checks.check_engine_settings()
+    )
 
     assert errors == []
 

@@ -34,7 +34,7 @@ def test_payload_round_trips_every_parameter_kind() -> None:
 
 
 def test_wrong_arguments_name_the_kind() -> None:
-    with pytest.raises(TypeError, match="tests.add"):
+    with pytest.raises(TypeError, match=r"tests\.add"):
         jobs.add.payload_for((1,), {"c": 3})
 
 

@@ -22,8 +22,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def live_count(conn: psycopg.Connection, **where: object) -> int:
     clause = " AND ".join(f"{k} = %s" for k in where) or "true"
-    row = conn.execute(f"SELECT count(*) FROM queue_engine_job WHERE {clause}",
-                       list(where.values())).fetchone()
+    row = conn.execute(
+        f"SELECT count(*) FROM queue_engine_job WHERE {clause}", list(where.values())
+    ).fetchone()
     assert row is not None
     return int(row[0])
 
@@ -57,8 +58,9 @@ def test_enqueue_applies_definition_defaults() -> None:
 def test_per_call_overrides() -> None:
     run_at = timezone.now() + dt.timedelta(hours=1)
 
-    job = jobs.add.using(queue="urgent", priority=-7, run_at=run_at, max_attempts=9,
-                         name="custom").enqueue(a=1, b=1)
+    job = jobs.add.using(
+        queue="urgent", priority=-7, run_at=run_at, max_attempts=9, name="custom"
+    ).enqueue(a=1, b=1)
 
     row = Job.objects.get(pk=job.pk)
     assert (row.queue, row.priority, row.max_attempts, row.name) == ("urgent", -7, 9, "custom")
@@ -173,8 +175,10 @@ def test_bulk_enqueue_returns_ids_in_input_order() -> None:
 
 def test_bulk_enqueue_with_dedup_keys_maps_duplicates_to_the_holder() -> None:
     held = jobs.add.using(dedup_key="b-1").enqueue(a=0, b=0)
-    specs = [JobSpec(kind="tests.add", payload={"a": i, "b": 0}, dedup_key=f"b-{i % 3}")
-             for i in range(6)]
+    specs = [
+        JobSpec(kind="tests.add", payload={"a": i, "b": 0}, dedup_key=f"b-{i % 3}")
+        for i in range(6)
+    ]
 
     ids = enqueue_many(specs)
 
@@ -216,8 +220,10 @@ def test_orm_create_is_a_valid_enqueue_with_kind_defaults() -> None:
 
 
 def test_orm_bulk_create_is_a_valid_enqueue() -> None:
-    Job.objects.bulk_create([Job(kind="tests.noop", payload={"i": i}) for i in range(3)]
-                            + [Job(kind="unregistered.kind", queue="raw")])
+    Job.objects.bulk_create(
+        [Job(kind="tests.noop", payload={"i": i}) for i in range(3)]
+        + [Job(kind="unregistered.kind", queue="raw")]
+    )
 
     assert Job.objects.filter(queue="default", state="available").count() == 3
     assert Job.objects.filter(queue="raw").count() == 1
@@ -279,8 +285,9 @@ def test_naive_run_at_is_refused() -> None:
         jobs.noop.using(run_at=dt.datetime(2030, 1, 1)).enqueue()
 
 
-@override_settings(QUEUE_ENGINE={"QUEUES": {"default": {}, "emails": {}},
-                                 "ALLOW_UNDECLARED_QUEUES": False})
+@override_settings(
+    QUEUE_ENGINE={"QUEUES": {"default": {}, "emails": {}}, "ALLOW_UNDECLARED_QUEUES": False}
+)
 def test_undeclared_queue_is_refused_when_queues_are_locked_down() -> None:
     jobs.noop.using(queue="emails").enqueue()
 

@@ -32,8 +32,11 @@ def executions(transactional_db: None) -> Iterator[None]:
 
 
 def flow_state(flow_id: int, state: str, timeout: float = 30) -> FlowRow:
-    return wait_for(lambda: FlowRow.objects.filter(pk=flow_id, state=state).first(),
-                    timeout=timeout, message=f"flow {flow_id} to be {state}")
+    return wait_for(
+        lambda: FlowRow.objects.filter(pk=flow_id, state=state).first(),
+        timeout=timeout,
+        message=f"flow {flow_id} to be {state}",
+    )
 
 
 def records(flow_id: int) -> dict[str, JobRecord]:
@@ -57,7 +60,8 @@ def test_chain_runs_in_order_and_passes_outputs(workers: Workers, executions: No
 
     done = records(flow_id)
     assert [done[f"step{i}"].result["saw"] for i in range(5)] == [[]] + [
-        [f"step{i}"] for i in range(4)]
+        [f"step{i}"] for i in range(4)
+    ]
     order = [done[f"step{i}"].id for i in range(5)]
     assert execution_order() == order
     assert finished.finished_at >= done["step4"].finished_at
@@ -120,12 +124,10 @@ def test_dynamic_join_waits_for_a_two_level_subtree(workers: Workers) -> None:
     # coordinator + 3 spawners (their output "spawned") + 9 leaves of value 1
     assert join.result == {"parents": 13, "ones": 9}
     # The last leaf can settle in the very transaction that claims the join: same now().
-    assert join.started_at >= max(r.finished_at for k, r in records(flow_id).items()
-                                 if k != "join")
+    assert join.started_at >= max(r.finished_at for k, r in records(flow_id).items() if k != "join")
 
 
-def test_dead_node_blocks_dependants_and_fails_the_flow(workers: Workers,
-                                                       executions: None) -> None:
+def test_dead_node_blocks_dependants_and_fails_the_flow(workers: Workers, executions: None) -> None:
     flow = Flow("broken")
     flow.add("ok", jobs.node, label="ok")
     flow.add("bad", jobs.node, label="bad", fail=True, depends_on=["ok"])
@@ -187,8 +189,7 @@ def test_cancel_cascades_to_dependants_and_cancel_flow(workers: Workers) -> None
     wait_for(lambda: Job.objects.filter(pk=slow.id, state="running").exists())
 
     assert ops.cancel_jobs([slow.id], actor="ops") == 3
-    assert set(Job.objects.filter(flow_id=flow_id).values_list("node_key", flat=True)) == {
-        "other"}
+    assert set(Job.objects.filter(flow_id=flow_id).values_list("node_key", flat=True)) == {"other"}
 
     assert ops_flows.cancel_flow(flow_id, actor="ops") == 1
     flow_state(flow_id, "cancelled")
@@ -198,18 +199,27 @@ def test_cancel_cascades_to_dependants_and_cancel_flow(workers: Workers) -> None
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda f: (f.add("a", jobs.number, value=1, depends_on=["b"]),
-                    f.add("b", jobs.number, value=1, depends_on=["a"])),
-         r"cycle: '(a|b)' -> '(a|b)' -> '\1'"),
+        (
+            lambda f: (
+                f.add("a", jobs.number, value=1, depends_on=["b"]),
+                f.add("b", jobs.number, value=1, depends_on=["a"]),
+            ),
+            r"cycle: '(a|b)' -> '(a|b)' -> '\1'",
+        ),
         (lambda f: f.add("a", jobs.number, value=1, depends_on=["a"]), "'a' depends on itself"),
-        (lambda f: f.add("a", jobs.number, value=1, depends_on=["ghost"]),
-         "'a' depends on unknown node\\(s\\) 'ghost'"),
+        (
+            lambda f: f.add("a", jobs.number, value=1, depends_on=["ghost"]),
+            "'a' depends on unknown node\\(s\\) 'ghost'",
+        ),
         (lambda f: f.add("a", "no.such.kind", value=1), "node 'a': Unknown job kind"),
         (lambda f: f.add("a", jobs.number, value={1, 2}), "node 'a'.*set at 'value'"),
     ],
 )
-def test_bad_graphs_are_rejected_before_anything_is_written(transactional_db: None, build,  # type: ignore[no-untyped-def]
-                                                            message: str) -> None:
+def test_bad_graphs_are_rejected_before_anything_is_written(
+    transactional_db: None,
+    build,  # type: ignore[no-untyped-def]
+    message: str,
+) -> None:
     flow = Flow("bad")
 
     with pytest.raises(FlowError, match=message):
@@ -238,12 +248,15 @@ def dags(draw: st.DrawFn) -> dict[str, list[str]]:
     return graph
 
 
-@settings(max_examples=4, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(graph=dags(), seed=st.integers(0, 2**16))
-def test_random_dags_run_each_node_once_after_its_parents(workers: Workers, executions: None,
-                                                          graph: dict[str, list[str]],
-                                                          seed: int) -> None:
+def test_random_dags_run_each_node_once_after_its_parents(
+    workers: Workers, executions: None, graph: dict[str, list[str]], seed: int
+) -> None:
     from queue_engine.models import QueueConfig
 
     QueueConfig.objects.update_or_create(name="flows", defaults={"lock_duration": 2})
@@ -253,8 +266,13 @@ def test_random_dags_run_each_node_once_after_its_parents(workers: Workers, exec
     flow_id = flow.submit()
     victim = workers.start("--queues", "flows", "--concurrency", "3")
     workers.start("--queues", "flows", "--concurrency", "3")
-    wait_for(lambda: JobRecord.objects.filter(flow_id=flow_id).count()
-             >= random.Random(seed).randint(0, len(graph) // 2), timeout=30)
+    wait_for(
+        lambda: (
+            JobRecord.objects.filter(flow_id=flow_id).count()
+            >= random.Random(seed).randint(0, len(graph) // 2)
+        ),
+        timeout=30,
+    )
     victim.send_signal(signal.SIGKILL)
     workers.start("--queues", "flows", "--concurrency", "3")
 

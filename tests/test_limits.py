@@ -51,12 +51,12 @@ class Sampler:
         self.thread.join()
 
 
-def test_queue_cap_holds_across_three_processes(workers: Workers, executions: None,
-                                                conninfo: str) -> None:
+def test_queue_cap_holds_across_three_processes(
+    workers: Workers, executions: None, conninfo: str
+) -> None:
     QueueConfig.objects.update_or_create(name="capped", defaults={"max_concurrency": 3})
     ids = jobs.capped.enqueue_many([{"pause": 0.2}] * 30)
-    query = ("SELECT count(*) FROM queue_engine_job WHERE queue = 'capped' "
-             "AND state = 'running'")
+    query = "SELECT count(*) FROM queue_engine_job WHERE queue = 'capped' AND state = 'running'"
 
     with Sampler(conninfo, query) as sampler:
         for _ in range(3):
@@ -69,30 +69,33 @@ def test_queue_cap_holds_across_three_processes(workers: Workers, executions: No
 
 
 def test_rate_limit_holds_over_its_window(workers: Workers, executions: None) -> None:
-    QueueConfig.objects.update_or_create(name="capped",
-                                         defaults={"rate_limit": 5, "rate_window": 2})
+    QueueConfig.objects.update_or_create(
+        name="capped", defaults={"rate_limit": 5, "rate_window": 2}
+    )
     jobs.capped.enqueue_many([{"pause": 0}] * 12)
     workers.start("--queues", "capped", "--concurrency", "10")
 
     wait_for(lambda: JobRecord.objects.filter(queue="capped").count() == 12, timeout=20)
 
-    starts = sorted(JobRecord.objects.filter(queue="capped").values_list("started_at",
-                                                                         flat=True))
+    starts = sorted(JobRecord.objects.filter(queue="capped").values_list("started_at", flat=True))
     for i, start in enumerate(starts):
         in_window = [s for s in starts[i:] if (s - start).total_seconds() < 2]
         assert len(in_window) <= 5
     assert (starts[-1] - starts[0]).total_seconds() >= 4
 
 
-def test_group_caps_hold_fleet_wide_while_other_keys_flow(workers: Workers, executions: None,
-                                                          conninfo: str) -> None:
+def test_group_caps_hold_fleet_wide_while_other_keys_flow(
+    workers: Workers, executions: None, conninfo: str
+) -> None:
     QueueConfig.objects.update_or_create(name="grouped", defaults={"group_concurrency": 1})
     GroupLimit.objects.create(queue="grouped", group_key="wide", max_concurrency=3)
     calls = [{"key": "busy", "pause": 0.3}] * 8 + [{"key": "wide", "pause": 0.3}] * 9
     calls += [{"key": f"k{i}", "pause": 0.05} for i in range(20)]
     ids = jobs.grouped.enqueue_many(calls)
-    query = ("SELECT group_key, count(*) FROM queue_engine_job WHERE queue = 'grouped' "
-             "AND state = 'running' GROUP BY group_key")
+    query = (
+        "SELECT group_key, count(*) FROM queue_engine_job WHERE queue = 'grouped' "
+        "AND state = 'running' GROUP BY group_key"
+    )
 
     with Sampler(conninfo, query) as sampler:
         for _ in range(3):

@@ -14,8 +14,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def bury(job: Job, state: str = "failed") -> JobRecord:
     record = JobRecord.objects.create(
-        id=job.id, queue=job.queue, kind=job.kind, state=state, payload=job.payload,
-        attempt=3, max_attempts=job.max_attempts, dedup_key=job.dedup_key,
+        id=job.id,
+        queue=job.queue,
+        kind=job.kind,
+        state=state,
+        payload=job.payload,
+        attempt=3,
+        max_attempts=job.max_attempts,
+        dedup_key=job.dedup_key,
         errors=[{"attempt": 3, "class": "builtins.ValueError", "message": "boom"}],
         started_at=timezone.now(),
     )
@@ -54,8 +60,7 @@ def test_redrive_queue_moves_the_whole_dead_letter_in_batches() -> None:
     assert Job.objects.filter(pk__in=ids, state="available").count() == 25
     assert Job.objects.filter(pk__in=ids, dedup_key="same").count() == 1
     assert JobRecord.objects.filter(state="failed").count() == 1
-    events = list(AuditEvent.objects.filter(action="redrive_queue").values_list("count",
-                                                                                flat=True))
+    events = list(AuditEvent.objects.filter(action="redrive_queue").values_list("count", flat=True))
     assert sorted(events) == [5, 10, 10]
 
 
@@ -98,6 +103,8 @@ def test_cancel_and_remove_are_audited_and_refuse_missing_jobs() -> None:
 
     assert not JobRecord.objects.filter(pk=job.id).exists()
     assert list(AuditEvent.objects.order_by("id").values_list("action", flat=True)) == [
-        "cancel", "remove"]
+        "cancel",
+        "remove",
+    ]
     with pytest.raises(ops.OpsError, match="does not exist"):
         ops.cancel_job(job.id, actor="carol")

@@ -18,8 +18,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | env
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @pytest.mark.slow

@@ -62,8 +62,15 @@ def test_finished_job_reports_result_and_errors() -> None:
     result = build_report.enqueue(9)
     job = Job.objects.get(pk=int(result.id))
     JobRecord.objects.create(
-        id=job.id, queue=job.queue, kind=job.kind, state="succeeded", payload=job.payload,
-        attempt=2, result="report-9.pdf", worker="w2", started_at=timezone.now(),
+        id=job.id,
+        queue=job.queue,
+        kind=job.kind,
+        state="succeeded",
+        payload=job.payload,
+        attempt=2,
+        result="report-9.pdf",
+        worker="w2",
+        started_at=timezone.now(),
         errors=[{"class": "builtins.TimeoutError", "traceback": "Traceback...", "worker": "w1"}],
     )
     job.delete()

@@ -6,7 +6,6 @@ import signal
 import time
 from collections.abc import Iterator
 
-import psycopg
 import pytest
 from django.db import connection
 
@@ -30,8 +29,11 @@ def side_tables(transactional_db: None) -> Iterator[None]:
 
 
 def record(job_id: int) -> JobRecord:
-    return wait_for(lambda: JobRecord.objects.filter(pk=job_id).first(), timeout=15,
-                    message=f"job {job_id} to end")
+    return wait_for(
+        lambda: JobRecord.objects.filter(pk=job_id).first(),
+        timeout=15,
+        message=f"job {job_id} to end",
+    )
 
 
 def test_burst_runs_everything_then_exits_zero(workers: Workers) -> None:
@@ -144,16 +146,18 @@ def test_print_logging_and_ctx_log_land_in_order(workers: Workers) -> None:
 
     workers.run_burst()
 
-    lines = list(JobLog.objects.filter(job_id=sync_job.id).order_by("seq")
-                 .values_list("stream", "text"))
+    lines = list(
+        JobLog.objects.filter(job_id=sync_job.id).order_by("seq").values_list("stream", "text")
+    )
     assert lines == [
         ("stdout", "line one from print"),
         ("log", "tests.jobs: line two from logging"),
         ("log", "line three from ctx.log"),
         ("stderr", "line four to stderr"),
     ]
-    async_lines = list(JobLog.objects.filter(job_id=async_job.id).order_by("seq")
-                       .values_list("text", flat=True))
+    async_lines = list(
+        JobLog.objects.filter(job_id=async_job.id).order_by("seq").values_list("text", flat=True)
+    )
     assert async_lines == ["async print", "async ctx.log", "tests.jobs: async logging"]
 
 
@@ -179,8 +183,11 @@ def test_cancel_reaches_a_running_job_within_a_second(workers: Workers, definiti
 
     rec = JobRecord.objects.get(pk=job.id)
     assert rec.state == "cancelled" and "cancelled by alice" in rec.errors[-1]["message"]
-    wait_for(lambda: "cancelled by alice" in workers.output(), timeout=2,
-             message="the worker to stop the job")
+    wait_for(
+        lambda: "cancelled by alice" in workers.output(),
+        timeout=2,
+        message="the worker to stop the job",
+    )
     assert time.monotonic() - started < 1.5
     assert WorkerProcess.objects.get().in_flight in (0, 1)
     wait_for(lambda: WorkerProcess.objects.get().in_flight == 0, timeout=8)
@@ -221,8 +228,9 @@ def test_atomic_block_commits_effects_with_completion(workers: Workers, side_tab
         assert cursor.fetchall() == [(job.id,)]
 
 
-def test_atomic_block_of_a_cancelled_job_commits_nothing(workers: Workers,
-                                                         side_tables: None) -> None:
+def test_atomic_block_of_a_cancelled_job_commits_nothing(
+    workers: Workers, side_tables: None
+) -> None:
     job = jobs.atomic_writer.enqueue(key="k2", stall=1.5)
     workers.start()
     wait_for(lambda: Job.objects.filter(pk=job.id, state="running").exists())
@@ -267,8 +275,7 @@ def test_second_signal_aborts_at_once(workers: Workers) -> None:
     assert Job.objects.get(pk=job.id).state == "running"  # comes back after its lease
 
 
-def test_killed_worker_jobs_come_back_after_the_lease(workers: Workers,
-                                                      side_tables: None) -> None:
+def test_killed_worker_jobs_come_back_after_the_lease(workers: Workers, side_tables: None) -> None:
     QueueConfig.objects.update_or_create(name="record", defaults={"lock_duration": 2})
     job = jobs.record.enqueue(pause=30)
     victim = workers.start("--queues", "record")
@@ -313,7 +320,10 @@ def test_supervisor_runs_n_processes_and_restarts_a_dead_one(workers: Workers) -
 
     os.kill(victim.pid, signal.SIGKILL)
 
-    wait_for(lambda: WorkerProcess.objects.filter(id="fleet-0").exclude(pid=victim.pid)
-             .exists(), timeout=15, message="worker 0 to come back")
+    wait_for(
+        lambda: WorkerProcess.objects.filter(id="fleet-0").exclude(pid=victim.pid).exists(),
+        timeout=15,
+        message="worker 0 to come back",
+    )
     ids = jobs.add.enqueue_many([{"a": i, "b": 0} for i in range(20)])
     wait_for(lambda: JobRecord.objects.filter(pk__in=ids).count() == 20, timeout=15)

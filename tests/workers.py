@@ -28,8 +28,12 @@ def test_database_url() -> str:
     return f"postgresql://{user}{password}@{host}{port}/{s['NAME']}"
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05,
-             message: str = "condition") -> Any:
+def wait_for(
+    predicate: Callable[[], Any],
+    timeout: float = 10.0,
+    interval: float = 0.05,
+    message: str = "condition",
+) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -51,12 +55,14 @@ class Workers:
 
     def env(self, **extra: str) -> dict[str, str]:
         env = dict(os.environ)
-        env.update({
-            "DATABASE_URL": self.database_url,
-            "JOBSITE_JOB_MODULES": "tests.jobs",
-            "DJANGO_SETTINGS_MODULE": "jobsite.settings",
-            "PYTHONUNBUFFERED": "1",
-        })
+        env.update(
+            {
+                "DATABASE_URL": self.database_url,
+                "JOBSITE_JOB_MODULES": "tests.jobs",
+                "DJANGO_SETTINGS_MODULE": "jobsite.settings",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         env.update(extra)
         return env
 
@@ -65,7 +71,9 @@ class Workers:
         self.logs.append(log_path)
         proc = subprocess.Popen(
             [sys.executable, "manage.py", "runworker", "--poll-interval", "0.2", *args],
-            cwd=ROOT, env=self.env(**(env or {})), stdout=log_path.open("wb"),
+            cwd=ROOT,
+            env=self.env(**(env or {})),
+            stdout=log_path.open("wb"),
             stderr=subprocess.STDOUT,
         )
         self.procs.append(proc)
@@ -73,14 +81,18 @@ class Workers:
 
     def run_burst(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "manage.py", "runworker", "--burst", "--poll-interval", "0.2",
-             *args],
-            cwd=ROOT, env=self.env(), capture_output=True, text=True, timeout=timeout,
+            [sys.executable, "manage.py", "runworker", "--burst", "--poll-interval", "0.2", *args],
+            cwd=ROOT,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
 
     def output(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')}" for p in self.logs
-                         if p.exists())
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')}" for p in self.logs if p.exists()
+        )
 
     def stop_all(self, timeout: float = 15) -> None:
         for proc in self.procs:

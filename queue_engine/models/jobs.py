@@ -44,8 +44,9 @@ class JobFields(models.Model):
     dedup_key = models.CharField(max_length=255, null=True, blank=True)
     group_key = models.CharField(max_length=255, null=True, blank=True)
     labels = ArrayField(
-        models.CharField(max_length=64), blank=True, db_default=models.Value([], ArrayField(
-            models.CharField(max_length=64)))
+        models.CharField(max_length=64),
+        blank=True,
+        db_default=models.Value([], ArrayField(models.CharField(max_length=64))),
     )
     flow_id = models.BigIntegerField(null=True, blank=True)
     node_key = models.CharField(max_length=255, null=True, blank=True)
@@ -103,15 +104,20 @@ class Job(JobFields):
                 name="qe_job_claim",
                 condition=models.Q(state="available"),
             ),
-            models.Index(fields=["run_at"], name="qe_job_scheduled",
-                         condition=models.Q(state="scheduled")),
+            models.Index(
+                fields=["run_at"], name="qe_job_scheduled", condition=models.Q(state="scheduled")
+            ),
             # Running rows are few (at most the fleet's concurrency): this one index
             # serves group caps, the rescuer and heartbeats, and leaves lease columns
             # unindexed so heartbeats are HOT updates.
-            models.Index(fields=["queue", "group_key"], name="qe_job_running_group",
-                         condition=models.Q(state="running")),
-            models.Index(fields=["flow_id"], name="qe_job_flow",
-                         condition=models.Q(flow_id__isnull=False)),
+            models.Index(
+                fields=["queue", "group_key"],
+                name="qe_job_running_group",
+                condition=models.Q(state="running"),
+            ),
+            models.Index(
+                fields=["flow_id"], name="qe_job_flow", condition=models.Q(flow_id__isnull=False)
+            ),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -124,6 +130,11 @@ class Job(JobFields):
                 name="qe_job_priority_range",
             ),
         ]
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self._state.adding:
+            self.apply_kind_defaults()
+        super().save(*args, **kwargs)
 
     def apply_kind_defaults(self) -> None:
         """Fill what the caller left unset from the kind's definition (ORM enqueues)."""
@@ -143,11 +154,6 @@ class Job(JobFields):
             self.name = definition.display_name_for(payload)
         if self.group_key is None:
             self.group_key = definition.group_key_for(payload)
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if self._state.adding:
-            self.apply_kind_defaults()
-        super().save(*args, **kwargs)
 
 
 def _unset(value: object) -> bool:
@@ -172,6 +178,7 @@ class JobRecord(JobFields):
             # History is appended in finishing order: a BRIN index is tiny and cheap to
             # keep, and enough for retention's range scans.
             BrinIndex(fields=["finished_at"], name="qe_rec_finished_brin"),
-            models.Index(fields=["flow_id"], name="qe_rec_flow",
-                         condition=models.Q(flow_id__isnull=False)),
+            models.Index(
+                fields=["flow_id"], name="qe_rec_flow", condition=models.Q(flow_id__isnull=False)
+            ),
         ]
