@@ -1,13 +1,35 @@
-"""Read-only admin for now: operator actions come through `ops`."""
+"""The Django admin: every change goes through `ops`, `ops_queues` or `schedules`.
+
+Queue settings and schedules are edited with their model's change permission;
+actions on jobs, queues and schedules (cancel, retry, redrive, pause, resume,
+enable, disable, run now) need the console's operator permission
+(`queue_engine.operate_console`), as in the console.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.options import ActionLocation
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from queue_engine.models import AuditEvent, Job, JobLog, JobRecord, QueueConfig, WorkerProcess
+from queue_engine import ops, ops_queues, schedules
+from queue_engine.models import (
+    AuditEvent,
+    Job,
+    JobLog,
+    JobRecord,
+    QueueConfig,
+    Schedule,
+    WorkerProcess,
+)
+from queue_engine.recurrence import ScheduleError
+
+OPERATE = "queue_engine.operate_console"
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -21,25 +43,310 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return False
 
 
+class OperatorActions:
+    """Admin actions declared with permissions=["operate"] need the operator permission."""
+
+    def has_operate_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(OPERATE)
+
+
+def _each(
+    request: HttpRequest,
+    modeladmin: admin.ModelAdmin,  # type: ignore[type-arg]
+    items: list[Any],
+    action: Callable[[Any], object],
+    done: str,
+) -> None:
+    """Apply an action to each item; report how many it did and why others were refused."""
+    count = 0
+    for item in items:
+        try:
+            action(item)
+            count += 1
+        except (ops.OpsError, ScheduleError) as exc:
+            modeladmin.message_user(request, str(exc), messages.WARNING)
+    if count:
+        modeladmin.message_user(request, f"{done}: {count}.", messages.SUCCESS)
+
+
+# --- jobs ------------------------------------------------------------------------------
+
+
 @admin.register(Job)
-class JobAdmin(ReadOnlyAdmin):
+class JobAdmin(OperatorActions, ReadOnlyAdmin):
     list_display = ("id", "kind", "name", "queue", "state", "priority", "attempt", "run_at")
     list_filter = ("state", "queue")
     search_fields = ("kind", "name", "dedup_key")
     show_full_result_count = False
+    actions = ["cancel", "retry"]
+
+    @admin.action(permissions=["operate"], description="Cancel the selected jobs")
+    def cancel(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        ids = list(queryset.values_list("id", flat=True))
+        count = ops.cancel_jobs(ids, actor=request.user)
+        self.message_user(request, f"Cancelled {count} job(s); running ones were told to stop.")
+
+    @admin.action(permissions=["operate"], description="Run the selected waiting jobs now")
+    def retry(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        _each(
+            request,
+            self,
+            list(queryset.values_list("id", flat=True)),
+            lambda i: ops.retry_job(i, actor=request.user),
+            "Made available now",
+        )
 
 
 @admin.register(JobRecord)
-class JobRecordAdmin(ReadOnlyAdmin):
+class JobRecordAdmin(OperatorActions, ReadOnlyAdmin):
     list_display = ("id", "kind", "name", "queue", "state", "attempt", "finished_at")
     list_filter = ("state", "queue")
     search_fields = ("kind", "name")
     show_full_result_count = False
+    actions = ["redrive", "retry"]
+
+    @admin.action(
+        permissions=["operate"], description="Redrive the selected failed or cancelled jobs"
+    )
+    def redrive(self, request: HttpRequest, queryset: QuerySet[JobRecord]) -> None:
+        ids = list(queryset.values_list("id", flat=True))
+        count = ops.redrive_jobs(ids, actor=request.user)
+        self.message_user(
+            request,
+            f"Redrove {count} job(s); jobs that had not failed or been cancelled were left alone.",
+        )
+
+    @admin.action(permissions=["operate"], description="Run the selected jobs again")
+    def retry(self, request: HttpRequest, queryset: QuerySet[JobRecord]) -> None:
+        _each(
+            request,
+            self,
+            list(queryset.values_list("id", flat=True)),
+            lambda i: ops.retry_job(i, actor=request.user),
+            "Queued again",
+        )
+
+
+# --- queues ----------------------------------------------------------------------------
+
+
+class QueueConfigForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = QueueConfig
+        fields = ("name", *ops_queues.EDITABLE)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance._state.adding:  # show the database defaults a new queue gets
+            for name, field in self.fields.items():
+                model_field = QueueConfig._meta.get_field(name)
+                default = getattr(getattr(model_field, "db_default", None), "value", None)
+                if default is not None:
+                    field.initial = default
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        name = data.get("name") or (self.instance.name if self.instance.pk else "")
+        try:
+            ops_queues.check_settings(name, {f: data[f] for f in ops_queues.EDITABLE if f in data})
+        except ops.OpsError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return data
 
 
 @admin.register(QueueConfig)
-class QueueConfigAdmin(ReadOnlyAdmin):
-    list_display = ("name", "paused", "max_concurrency", "rate_limit", "lock_duration")
+class QueueConfigAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-arg]
+    form = QueueConfigForm
+    list_display = (
+        "name",
+        "paused",
+        "max_concurrency",
+        "rate_limit",
+        "rate_window",
+        "lock_duration",
+        "group_concurrency",
+        "retain_succeeded",
+        "retain_failed",
+        "retain_cancelled",
+    )
+    list_filter = ("paused",)
+    search_fields = ("name",)
+    actions = ["pause", "resume"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return ("name",) if obj is not None else ()
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # a queue's row comes back with its next job; reset values instead
+
+    def save_model(
+        self,
+        request: HttpRequest,
+        obj: QueueConfig,
+        form: forms.ModelForm,  # type: ignore[type-arg]
+        change: bool,
+    ) -> None:
+        fields = [f for f in ops_queues.EDITABLE if not change or f in form.changed_data]
+        ops_queues.update_queue_config(
+            obj.name, actor=request.user, **{f: form.cleaned_data[f] for f in fields}
+        )
+
+    @admin.action(permissions=["operate"], description="Pause the selected queues")
+    def pause(self, request: HttpRequest, queryset: QuerySet[QueueConfig]) -> None:
+        _each(
+            request,
+            self,
+            list(queryset.values_list("name", flat=True)),
+            lambda n: ops_queues.pause_queue(n, actor=request.user),
+            "Paused",
+        )
+
+    @admin.action(permissions=["operate"], description="Resume the selected queues")
+    def resume(self, request: HttpRequest, queryset: QuerySet[QueueConfig]) -> None:
+        _each(
+            request,
+            self,
+            list(queryset.values_list("name", flat=True)),
+            lambda n: ops_queues.resume_queue(n, actor=request.user),
+            "Resumed",
+        )
+
+
+# --- schedules -------------------------------------------------------------------------
+
+
+class ScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Schedule
+        fields = (
+            "name",
+            "kind",
+            "cron",
+            "timezone",
+            "every",
+            "payload",
+            "queue",
+            "priority",
+            "enabled",
+            "missed_fire_policy",
+        )
+
+    declaration: schedules.Declaration | None = None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        name = data.get("name") or (self.instance.name if self.instance.pk else "")
+        try:
+            self.declaration = schedules.declaration(
+                name,
+                data.get("kind") or "",
+                every=data.get("every"),
+                cron=data.get("cron") or None,
+                timezone=data.get("timezone") or "UTC",
+                payload=data.get("payload") or {},
+                queue=data.get("queue") or None,
+                priority=data.get("priority"),
+                enabled=bool(data.get("enabled")),
+                missed=data.get("missed_fire_policy") or "run_once",
+                source="admin",
+            )
+        except ScheduleError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return data
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-arg]
+    form = ScheduleForm
+    list_display = (
+        "name",
+        "kind",
+        "timing",
+        "enabled",
+        "next_fire_at",
+        "last_fire_at",
+        "last_error",
+        "source",
+    )
+    list_filter = ("enabled", "source")
+    search_fields = ("name", "kind")
+    actions = ["enable", "disable", "run_now", "remove"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        always = (
+            "next_fire_at",
+            "last_fire_at",
+            "last_job_id",
+            "last_error",
+            "source",
+            "created_at",
+            "updated_at",
+        )
+        return ("name", *always) if obj is not None else always
+
+    def get_actions(
+        self, request: HttpRequest, action_location: ActionLocation = ActionLocation.CHANGE_LIST
+    ) -> Any:
+        found = super().get_actions(request, action_location)
+        found.pop("delete_selected", None)  # "remove" goes through schedules and is audited
+        return found
+
+    def save_model(
+        self,
+        request: HttpRequest,
+        obj: Schedule,
+        form: ScheduleForm,  # type: ignore[override]
+        change: bool,
+    ) -> None:
+        assert form.declaration is not None
+        saved = schedules.save_declaration(form.declaration, actor=request.user)
+        obj.pk = saved.pk
+
+    def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
+        schedules.remove_schedule(obj.name, actor=request.user)
+
+    @admin.action(permissions=["operate"], description="Enable the selected schedules")
+    def enable(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        _each(
+            request,
+            self,
+            list(queryset.values_list("name", flat=True)),
+            lambda n: schedules.enable(n, actor=request.user),
+            "Enabled",
+        )
+
+    @admin.action(permissions=["operate"], description="Disable the selected schedules")
+    def disable(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        _each(
+            request,
+            self,
+            list(queryset.values_list("name", flat=True)),
+            lambda n: schedules.disable(n, actor=request.user),
+            "Disabled",
+        )
+
+    @admin.action(permissions=["operate"], description="Run the selected schedules' jobs now")
+    def run_now(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        _each(
+            request,
+            self,
+            list(queryset.values_list("name", flat=True)),
+            lambda n: schedules.run_now(n, actor=request.user),
+            "Enqueued",
+        )
+
+    @admin.action(permissions=["delete"], description="Remove the selected schedules")
+    def remove(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        _each(
+            request,
+            self,
+            list(queryset.values_list("name", flat=True)),
+            lambda n: schedules.remove_schedule(n, actor=request.user),
+            "Removed",
+        )
+
+
+# --- the rest, read-only ---------------------------------------------------------------
 
 
 @admin.register(JobLog)

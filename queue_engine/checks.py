@@ -12,6 +12,7 @@ def register() -> None:
     checks.register(check_runworker_command, checks.Tags.compatibility)
     checks.register(check_tasks_backend, checks.Tags.compatibility)
     checks.register(check_engine_settings, checks.Tags.compatibility)
+    checks.register(check_schedules, checks.Tags.compatibility)
 
 
 def check_runworker_command(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
@@ -87,3 +88,15 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
             id="queue_engine.E006",
         ))
     return errors
+
+
+def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from queue_engine.conf import option
+    from queue_engine.schedules import ScheduleError, settings_declarations
+
+    try:
+        settings_declarations(option("SCHEDULES"))
+    except ScheduleError as exc:
+        return [checks.Error(str(exc), hint="See SCHEDULES in queue_engine/conf.py.",
+                             id="queue_engine.E020")]
+    return []

@@ -13,6 +13,21 @@
 | POLL_INTERVAL            | 1.0          | seconds between polls when no notification arrives        |
 | MAX_RESCUES              | 5            | expired leases before a job is dead-lettered (poison job) |
 | SHUTDOWN_TIMEOUT         | 30           | seconds running jobs get to finish on SIGTERM             |
+| CONSOLE_MASKED_KEYS      | ["password", "token", "secret", "key", "auth", ...] | the console masks values whose key contains one of these words (any case) |
+| CONSOLE_STATEMENT_TIMEOUT | 3          | seconds a console query may run before the page asks to narrow the filter |
+| SCHEDULES                | {}           | recurring jobs declared when a worker starts (below)      |
+
+SCHEDULES maps a unique name to a schedule, declared idempotently by every
+worker at start-up (`queue_engine.schedules.declare_configured`); a schedule
+declared from settings and later removed from them is removed too:
+
+    "SCHEDULES": {
+        "nightly-report": {"kind": "reports.jobs.build", "cron": "0 3 * * *",
+                           "timezone": "Europe/Paris", "payload": {"full": True}},
+        "ping": {"kind": "app.jobs.ping", "every": 30},   # seconds, or a timedelta
+    }
+
+Optional keys: queue, priority, enabled, missed ("run_once", the default, or "skip").
 """
 
 from __future__ import annotations
@@ -33,6 +48,11 @@ DEFAULTS: dict[str, Any] = {
     "POLL_INTERVAL": 1.0,
     "MAX_RESCUES": 5,
     "SHUTDOWN_TIMEOUT": 30,
+    # Case-insensitive words; a payload, result or meta key containing one is shown as "********".
+    "CONSOLE_MASKED_KEYS": ["password", "passwd", "token", "secret", "key", "auth", "cookie",
+                            "credential", "signature"],
+    "CONSOLE_STATEMENT_TIMEOUT": 3,
+    "SCHEDULES": {},
 }
 
 

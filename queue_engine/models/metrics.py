@@ -33,8 +33,9 @@ class MetricBucket(models.Model):
     class Meta:
         db_table = "queue_engine_metricbucket"
         constraints = [
-            models.UniqueConstraint(fields=["size", "bucket", "queue", "kind"],
-                                    name="qe_metric_bucket_key"),
+            models.UniqueConstraint(
+                fields=["size", "bucket", "queue", "kind"], name="qe_metric_bucket_key"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -25,40 +25,61 @@ class Schedule(models.Model):
     id = models.BigAutoField(primary_key=True)
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=255)
-    payload = models.JSONField(default=dict, blank=True,
-                               help_text='arguments by name; a "{fire_time}" value becomes '
-                                         "the ISO fire time")
-    queue = models.CharField(max_length=128, null=True, blank=True,
-                             help_text="overrides the kind's queue")
-    priority = models.SmallIntegerField(null=True, blank=True,
-                                        help_text="overrides the kind's priority")
+    payload = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='arguments by name; a "{fire_time}" value becomes the ISO fire time',
+    )
+    # Null, not "": "no override" and "no cron" (the check constraint) are absent values.
+    queue = models.CharField(
+        max_length=128,
+        null=True,
+        blank=True,
+        help_text="overrides the kind's queue",
+    )
+    priority = models.SmallIntegerField(
+        null=True, blank=True, help_text="overrides the kind's priority"
+    )
     every = models.DurationField(null=True, blank=True, help_text="interval schedules")
-    cron = models.CharField(max_length=100, null=True, blank=True,
-                            help_text='5-field cron expression, e.g. "*/5 * * * *"')
-    timezone = models.CharField(max_length=64, default="UTC",
-                                help_text="IANA time zone the cron expression is read in")
+    cron = models.CharField(
+        max_length=100,
+        null=True,
+        blank=True,
+        help_text='5-field cron expression, e.g. "*/5 * * * *"',
+    )
+    timezone = models.CharField(
+        max_length=64, default="UTC", help_text="IANA time zone the cron expression is read in"
+    )
     enabled = models.BooleanField(default=True)
-    missed_fire_policy = models.CharField(max_length=16, choices=MissedFirePolicy.choices,
-                                          default=MissedFirePolicy.RUN_ONCE)
+    missed_fire_policy = models.CharField(
+        max_length=16, choices=MissedFirePolicy.choices, default=MissedFirePolicy.RUN_ONCE
+    )
     next_fire_at = models.DateTimeField()
-    last_fire_at = models.DateTimeField(null=True, blank=True,
-                                        help_text="the fire time of the last job enqueued")
+    last_fire_at = models.DateTimeField(
+        null=True, blank=True, help_text="the fire time of the last job enqueued"
+    )
     last_job_id = models.BigIntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
-    source = models.CharField(max_length=16, choices=ScheduleSource.choices,
-                              default=ScheduleSource.CODE)
+    source = models.CharField(
+        max_length=16, choices=ScheduleSource.choices, default=ScheduleSource.CODE
+    )
     created_at = models.DateTimeField(db_default=Now())
     updated_at = models.DateTimeField(db_default=Now())
 
     class Meta:
         db_table = "queue_engine_schedule"
         ordering = ["name"]
-        indexes = [models.Index(fields=["next_fire_at"], name="qe_schedule_due",
-                                condition=models.Q(enabled=True))]
+        indexes = [
+            models.Index(
+                fields=["next_fire_at"], name="qe_schedule_due", condition=models.Q(enabled=True)
+            )
+        ]
         constraints = [
             models.CheckConstraint(
-                condition=(models.Q(every__isnull=False, cron__isnull=True)
-                           | models.Q(every__isnull=True, cron__isnull=False)),
+                condition=(
+                    models.Q(every__isnull=False, cron__isnull=True)
+                    | models.Q(every__isnull=True, cron__isnull=False)
+                ),
                 name="qe_schedule_every_xor_cron",
             ),
         ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import time
 from argparse import ArgumentParser
 from typing import Any
 
@@ -50,6 +51,7 @@ def run(options: dict[str, Any]) -> None:
     from queue_engine.worker.runtime import Worker, WorkerOptions
 
     configure_logging(options.get("verbosity", 1))
+    declare_schedules()
     # Handler threads keep their Django connection between jobs.
     for alias in connections:
         connections[alias].settings_dict["CONN_MAX_AGE"] = 300
@@ -78,3 +80,29 @@ def configure_logging(verbosity: int) -> None:
         logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if verbosity > 1 else logging.INFO)
     logger.propagate = False
+
+
+def declare_schedules() -> None:
+    """Declare QUEUE_ENGINE["SCHEDULES"], waiting for Postgres if it is not up yet."""
+    from django.db import OperationalError, connection
+
+    from queue_engine.schedules import ScheduleError, declare_configured
+
+    log = logging.getLogger("queue_engine.worker")
+    delay = 0.1
+    while True:
+        try:
+            names = declare_configured()
+        except ScheduleError as exc:
+            sys.exit(f"runworker: {exc}")
+        except OperationalError as exc:
+            reason = " ".join(str(exc).split())[:200]
+            log.warning("schedules: cannot reach Postgres (%s); retrying in %.1fs", reason, delay)
+            connection.close()
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+            continue
+        connection.close()  # the worker's own connections take over from here
+        if names:
+            log.info("schedules declared from settings: %s", ", ".join(names))
+        return

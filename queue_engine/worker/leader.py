@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from queue_engine import sql, sql_flows
+from queue_engine.worker import services
 from queue_engine.worker.store import Connection
 
 if TYPE_CHECKING:
@@ -73,6 +74,9 @@ class Leader:
             self._last_sweep = now
             await conn.execute(sql.SWEEP_STALE_WORKERS, [STALE_WORKER_AFTER])
             await conn.execute(sql.PRUNE_CLAIM_LOG)
+        await services.fire_schedules(conn)
+        await services.roll_up_metrics(conn)
+        await services.collect_garbage(conn)
 
     async def promote_due(self) -> int:
         """Promote due scheduled jobs now (burst mode); any worker may do it."""

@@ -25,6 +25,11 @@ class Connection:
         self.purpose = purpose
         self.conn: psycopg.AsyncConnection | None = None
         self.pid: int | None = None
+        # One caller at a time: coroutines that share this connection (heartbeat, log
+        # flush, burst promotion; a lane and a shutdown release) must not interleave
+        # their transaction blocks (psycopg raises OutOfOrderTransactionNesting), nor
+        # both open a connection when it is down.
+        self._lock = asyncio.Lock()
 
     async def get(self) -> psycopg.AsyncConnection:
         if self.conn is not None and not self.conn.closed and not self.conn.broken:
@@ -63,17 +68,18 @@ class Connection:
         delay = 0.01
         while True:
             tried += 1
-            conn = await self.get()
-            try:
-                return await action(conn)
-            except (errors.DeadlockDetected, errors.SerializationFailure) as exc:
-                log.info("%s: %s; retrying", what, exc.sqlstate)
-                failure: Exception = exc
-            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                reason = " ".join(str(exc).split())[:200]
-                log.warning("%s: connection lost (%s); reconnecting", what, reason)
-                await self.close()
-                failure = exc
+            async with self._lock:
+                conn = await self.get()
+                try:
+                    return await action(conn)
+                except (errors.DeadlockDetected, errors.SerializationFailure) as exc:
+                    log.info("%s: %s; retrying", what, exc.sqlstate)
+                    failure: Exception = exc
+                except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                    reason = " ".join(str(exc).split())[:200]
+                    log.warning("%s: connection lost (%s); reconnecting", what, reason)
+                    await self.close()
+                    failure = exc
             if attempts and tried >= attempts:
                 raise failure
             await asyncio.sleep(delay * (1 + random.random()))

@@ -1,0 +1,223 @@
+"""SQL of the read side (`queue_engine.tracking`): counts, metric series, job lists.
+
+Nothing here counts the whole history table: counts stop at a cap, series read
+the rollup (plus the few rows it has not seen yet), lists page by id. Optional
+filters are written `(%(x)s IS NULL OR ...)`: the planner folds them away for
+the values given, so each query keeps to the index its filters call for.
+"""
+
+ORIGIN = "TIMESTAMPTZ '2000-01-01 00:00:00+00'"
+
+# --- counts -------------------------------------------------------------------------
+
+QUEUES = """
+SELECT name, paused FROM queue_engine_queueconfig
+ WHERE (%(queue)s::varchar IS NULL OR name = %(queue)s)
+ ORDER BY name
+"""
+
+# The live table is small (only jobs that can still run): counted exactly.
+LIVE_COUNTS = """
+SELECT queue, state, count(*) FROM queue_engine_job
+ WHERE (%(queue)s::varchar IS NULL OR queue = %(queue)s)
+ GROUP BY 1, 2
+"""
+
+# History per queue and state, each count stopping at %(cap)s + 1 (an index-only
+# range of the (queue, state, id) index, never the whole table).
+CAPPED_HISTORY_COUNTS = """
+SELECT c.name, s.state,
+       (SELECT count(*) FROM (SELECT 1 FROM queue_engine_jobrecord r
+                               WHERE r.queue = c.name AND r.state = s.state
+                               LIMIT %(cap)s + 1) AS capped)
+  FROM queue_engine_queueconfig c
+ CROSS JOIN unnest(ARRAY['succeeded', 'failed', 'cancelled']::varchar[]) AS s(state)
+ WHERE (%(queue)s::varchar IS NULL OR c.name = %(queue)s)
+"""
+
+# What ended within each queue's retention windows, by the hourly rollup: what
+# the history holds once the collector has caught up (to within an hour).
+ESTIMATED_HISTORY_COUNTS = f"""
+SELECT b.queue,
+       sum(b.succeeded) FILTER (WHERE b.bucket >= date_bin('1 hour',
+           now() - make_interval(secs => c.retain_succeeded), {ORIGIN})),
+       sum(b.failed) FILTER (WHERE b.bucket >= date_bin('1 hour',
+           now() - make_interval(secs => c.retain_failed), {ORIGIN})),
+       sum(b.cancelled) FILTER (WHERE b.bucket >= date_bin('1 hour',
+           now() - make_interval(secs => c.retain_cancelled), {ORIGIN}))
+  FROM queue_engine_queueconfig c
+  JOIN queue_engine_metricbucket b
+    ON b.size = 3600 AND b.queue = c.name
+   AND b.bucket >= date_bin('1 hour', now() - make_interval(
+           secs => GREATEST(c.retain_succeeded, c.retain_failed, c.retain_cancelled)), {ORIGIN})
+ WHERE c.name = ANY(%(queues)s::varchar[])
+ GROUP BY b.queue
+"""
+
+# --- metric series ------------------------------------------------------------------
+
+ROLLED_UP_TO = "SELECT rolled_up_to, now() FROM queue_engine_rollupstate WHERE name = 'metrics'"
+
+DATABASE_NOW = "SELECT now()"
+
+_BUCKET_COLUMNS = """bucket AS t, succeeded, failed, cancelled, retried, timed, wait_sum, run_sum,
+           wait_p50, wait_p95, run_p50, run_p95"""
+_BUCKET_FILTERS = """(%(queue)s::varchar IS NULL OR queue = %(queue)s)
+       AND (%(kind)s::varchar IS NULL OR kind = %(kind)s)"""
+
+# One point per step from %(start)s to %(end)s, zero-filled, stitched from three
+# disjoint sources: hour buckets before %(hours_until)s, minute buckets up to
+# the rollup's watermark, and history rows after it (the live tail). Counts and
+# sums add up exactly; percentiles of a point that spans several buckets are the
+# timed-weighted means of the buckets' percentiles.
+SERIES = f"""
+WITH src AS (
+    SELECT {_BUCKET_COLUMNS}
+      FROM queue_engine_metricbucket
+     WHERE size = 3600 AND bucket >= %(start)s AND bucket < %(hours_until)s
+       AND {_BUCKET_FILTERS}
+    UNION ALL
+    SELECT {_BUCKET_COLUMNS}
+      FROM queue_engine_metricbucket
+     WHERE size = 60 AND bucket >= %(minutes_from)s AND bucket < %(minutes_until)s
+       AND {_BUCKET_FILTERS}
+    UNION ALL
+    SELECT date_bin('1 minute', finished_at, {ORIGIN}),
+           count(*) FILTER (WHERE state = 'succeeded'),
+           count(*) FILTER (WHERE state = 'failed'),
+           count(*) FILTER (WHERE state = 'cancelled'),
+           COALESCE(sum(GREATEST(attempt - 1, 0)), 0), count(wait),
+           COALESCE(sum(wait), 0), COALESCE(sum(run), 0),
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY wait),
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY wait),
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY run),
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY run)
+      FROM (SELECT finished_at, state, attempt,
+                   CASE WHEN started_at IS NOT NULL
+                    THEN GREATEST(EXTRACT(epoch FROM started_at - run_at), 0)
+               END::float8 AS wait,
+                   CASE WHEN started_at IS NOT NULL
+                    THEN GREATEST(EXTRACT(epoch FROM finished_at - started_at), 0)
+               END::float8 AS run
+              FROM queue_engine_jobrecord
+             WHERE finished_at >= %(raw_from)s AND finished_at < %(end)s
+               AND {_BUCKET_FILTERS}) AS r
+     GROUP BY 1
+), binned AS (
+    SELECT date_bin(make_interval(secs => %(step)s), t, {ORIGIN}) AS slot,
+           sum(succeeded) AS succeeded, sum(failed) AS failed, sum(cancelled) AS cancelled,
+           sum(retried) AS retried, sum(timed) AS timed,
+           sum(wait_sum) AS wait_sum, sum(run_sum) AS run_sum,
+           sum(wait_p50 * timed) AS wait_p50, sum(wait_p95 * timed) AS wait_p95,
+           sum(run_p50 * timed) AS run_p50, sum(run_p95 * timed) AS run_p95
+      FROM src
+     GROUP BY 1
+)
+SELECT s.slot,
+       COALESCE(b.succeeded, 0)::bigint, COALESCE(b.failed, 0)::bigint,
+       COALESCE(b.cancelled, 0)::bigint, COALESCE(b.retried, 0)::bigint,
+       b.wait_sum / NULLIF(b.timed, 0), b.wait_p50 / NULLIF(b.timed, 0),
+       b.wait_p95 / NULLIF(b.timed, 0),
+       b.run_sum / NULLIF(b.timed, 0), b.run_p50 / NULLIF(b.timed, 0),
+       b.run_p95 / NULLIF(b.timed, 0)
+  FROM generate_series(%(start)s::timestamptz,
+                       %(end)s::timestamptz - make_interval(secs => %(step)s),
+                       make_interval(secs => %(step)s)) AS s(slot)
+  LEFT JOIN binned b ON b.slot = s.slot
+ ORDER BY s.slot
+"""
+
+# --- job lists ----------------------------------------------------------------------
+
+# Filters on text, payload or meta have no index: those pages search a bounded
+# range of ids (%(floor)s / %(ceiling)s) and say where to continue.
+
+# The newest id, live or ended (two index lookups).
+MAX_JOB_ID = """
+SELECT GREATEST((SELECT max(id) FROM queue_engine_job),
+                (SELECT max(id) FROM queue_engine_jobrecord), 0)
+"""
+
+_LIST_FILTERS = """(%(queue)s::varchar IS NULL OR queue = %(queue)s)
+   AND (%(state)s::varchar IS NULL OR state = %(state)s)
+   AND (%(kind)s::varchar IS NULL OR kind = %(kind)s)
+   AND (%(text)s::text IS NULL OR name ILIKE %(text)s)
+   AND (%(payload)s::jsonb IS NULL OR payload @> %(payload)s::jsonb)
+   AND (%(meta)s::jsonb IS NULL OR meta @> %(meta)s::jsonb)"""
+
+_LIVE_COLUMNS = """id, queue, kind, name, state, priority, attempt, max_attempts, run_at,
+       created_at, started_at, NULL::timestamptz AS finished_at, progress,
+       left(errors->-1->>'message', 300) AS last_error"""
+
+_HISTORY_COLUMNS = """id, queue, kind, name, state, priority, attempt, max_attempts, run_at,
+       created_at, started_at, finished_at, progress,
+       left(errors->-1->>'message', 300) AS last_error"""
+
+# Live jobs (time range on created_at), one page older than %(before)s, newest first.
+LIVE_OLDER = f"""
+SELECT {_LIVE_COLUMNS} FROM queue_engine_job
+ WHERE {_LIST_FILTERS}
+   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
+   AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
+   AND (%(before)s::bigint IS NULL OR id < %(before)s)
+   AND (%(floor)s::bigint IS NULL OR id >= %(floor)s)
+ ORDER BY id DESC LIMIT %(limit)s
+"""
+
+# Live jobs, one page newer than %(after)s, oldest first (the caller reverses it).
+LIVE_NEWER = f"""
+SELECT {_LIVE_COLUMNS} FROM queue_engine_job
+ WHERE {_LIST_FILTERS}
+   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
+   AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
+   AND id > %(after)s
+   AND (%(ceiling)s::bigint IS NULL OR id < %(ceiling)s)
+ ORDER BY id LIMIT %(limit)s
+"""
+
+# Ended jobs (time range on finished_at), one page older than %(before)s.
+HISTORY_OLDER = f"""
+SELECT {_HISTORY_COLUMNS} FROM queue_engine_jobrecord
+ WHERE {_LIST_FILTERS}
+   AND (%(since)s::timestamptz IS NULL OR finished_at >= %(since)s)
+   AND (%(until)s::timestamptz IS NULL OR finished_at < %(until)s)
+   AND (%(before)s::bigint IS NULL OR id < %(before)s)
+   AND (%(floor)s::bigint IS NULL OR id >= %(floor)s)
+ ORDER BY id DESC LIMIT %(limit)s
+"""
+
+HISTORY_NEWER = f"""
+SELECT {_HISTORY_COLUMNS} FROM queue_engine_jobrecord
+ WHERE {_LIST_FILTERS}
+   AND (%(since)s::timestamptz IS NULL OR finished_at >= %(since)s)
+   AND (%(until)s::timestamptz IS NULL OR finished_at < %(until)s)
+   AND id > %(after)s
+   AND (%(ceiling)s::bigint IS NULL OR id < %(ceiling)s)
+ ORDER BY id LIMIT %(limit)s
+"""
+
+# The same pages for a time range far from now: the rows that ended in the range
+# are read first through the BRIN index on finished_at (the CTE keeps the planner
+# from walking the whole primary key from the newest id instead), then ordered.
+_IN_TIME_RANGE = f"""
+WITH in_range AS MATERIALIZED (
+    SELECT {_HISTORY_COLUMNS} FROM queue_engine_jobrecord
+     WHERE finished_at >= %(since)s AND finished_at < %(until)s
+       AND {_LIST_FILTERS}
+)
+SELECT * FROM in_range
+ WHERE true"""
+
+HISTORY_OLDER_IN_TIME_RANGE = f"""{_IN_TIME_RANGE}
+   AND (%(before)s::bigint IS NULL OR id < %(before)s)
+   AND (%(floor)s::bigint IS NULL OR id >= %(floor)s)
+ ORDER BY id DESC LIMIT %(limit)s
+"""
+
+HISTORY_NEWER_IN_TIME_RANGE = f"""{_IN_TIME_RANGE}
+   AND id > %(after)s
+   AND (%(ceiling)s::bigint IS NULL OR id < %(ceiling)s)
+ ORDER BY id LIMIT %(limit)s
+"""
+
+STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %s, true)"

@@ -1,0 +1,359 @@
+"""The read side for the console: queue counts, metric series, the job list.
+
+Every function answers fast on a large history: the live table (small) is
+counted exactly, history counts stop at COUNT_CAP and above it come from the
+metrics rollup, series read the rollup plus the few rows it has not seen yet,
+and the job list pages by id under a statement timeout. All times come from
+the database clock.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from django.db import OperationalError, connection, transaction
+
+from queue_engine import sql_tracking as q
+
+LiveState = Literal["available", "scheduled", "running", "blocked"]
+EndedState = Literal["succeeded", "failed", "cancelled"]
+State = LiveState | EndedState
+LIVE_STATES: tuple[LiveState, ...] = ("available", "scheduled", "running", "blocked")
+ENDED_STATES: tuple[EndedState, ...] = ("succeeded", "failed", "cancelled")
+
+COUNT_CAP = 1_000  # per queue and state; above it the rollup answers
+MIN_WINDOW = timedelta(minutes=15)
+MAX_WINDOW = timedelta(days=30)
+STEPS = (60, 300, 900, 3600, 21600, 86400)  # seconds; the first giving at most MAX_POINTS
+MAX_POINTS = 200
+PAGE_SIZE = 50
+SCAN_IDS = 20_000  # ids a page with a text, payload or meta filter searches at most
+MAX_PAGE_SIZE = 500
+LIST_TIMEOUT_MS = 3000
+
+
+class TrackingError(ValueError):
+    """A read that cannot be answered as asked."""
+
+
+class NarrowYourFilter(TrackingError):
+    """The job list ran past its statement timeout."""
+
+
+# --- counts ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StateCount:
+    count: int
+    exact: bool  # False: an estimate from the rollup (the exact count is above COUNT_CAP)
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    queue: str
+    paused: bool
+    states: dict[str, StateCount]  # every live and ended state, zero included
+
+    @property
+    def live(self) -> int:
+        return sum(self.states[s].count for s in LIVE_STATES)
+
+
+def queue_counts(queue: str | None = None, *, cap: int = COUNT_CAP) -> list[QueueCounts]:
+    """Jobs per state for every queue (or one): live exactly, history capped or estimated.
+
+    A history count above `cap` is the rollup's count of what ended within the
+    queue's retention window (never less than cap + 1), marked `exact=False`.
+    """
+    params = {"queue": queue, "cap": cap}
+    with connection.cursor() as cursor:
+        cursor.execute(q.QUEUES, params)
+        queues = cursor.fetchall()
+        cursor.execute(q.LIVE_COUNTS, params)
+        counts: dict[tuple[str, str], StateCount] = {
+            (name, state): StateCount(n, True) for name, state, n in cursor.fetchall()
+        }
+        cursor.execute(q.CAPPED_HISTORY_COUNTS, params)
+        capped: list[str] = []
+        for name, state, n in cursor.fetchall():
+            counts[(name, state)] = StateCount(n, n <= cap)
+            if n > cap:
+                capped.append(name)
+        if capped:
+            cursor.execute(q.ESTIMATED_HISTORY_COUNTS, {"queues": sorted(set(capped))})
+            for name, *estimates in cursor.fetchall():
+                for state, estimate in zip(ENDED_STATES, estimates, strict=True):
+                    if not counts[(name, state)].exact:
+                        counts[(name, state)] = StateCount(max(int(estimate or 0), cap + 1), False)
+    return [
+        QueueCounts(
+            name,
+            paused,
+            {s: counts.get((name, s), StateCount(0, True)) for s in LIVE_STATES + ENDED_STATES},
+        )
+        for name, paused in queues
+    ]
+
+
+# --- series ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    at: datetime  # start of the step
+    succeeded: int
+    failed: int
+    cancelled: int
+    retried: int
+    wait_avg: float | None  # seconds from due to started; None: nothing started
+    wait_p50: float | None
+    wait_p95: float | None
+    run_avg: float | None  # seconds from started to finished
+    run_p50: float | None
+    run_p95: float | None
+
+    @property
+    def ended(self) -> int:
+        return self.succeeded + self.failed + self.cancelled
+
+
+@dataclass(frozen=True)
+class Series:
+    step: timedelta
+    start: datetime
+    end: datetime
+    points: list[SeriesPoint]
+
+
+def step_for(window: timedelta) -> timedelta:
+    """The bucket size a window is drawn with: at most MAX_POINTS points."""
+    if not MIN_WINDOW <= window <= MAX_WINDOW:
+        raise TrackingError(
+            f"A series window runs from 15 minutes to 30 days, not {window}; "
+            "pick a window in that range."
+        )
+    seconds = window.total_seconds()
+    step = next(s for s in STEPS if seconds / s <= MAX_POINTS)
+    return timedelta(seconds=step)
+
+
+def metric_series(
+    window: timedelta, *, queue: str | None = None, kind: str | None = None
+) -> Series:
+    """Throughput (ended per step, by outcome) and latency (wait and run times) over `window`.
+
+    Points are zero-filled and end with the current, partial step. Closed
+    buckets come from the rollup, the last minutes straight from the history.
+    """
+    step = step_for(window)
+    seconds = int(step.total_seconds())
+    with connection.cursor() as cursor:
+        cursor.execute(q.ROLLED_UP_TO)
+        row = cursor.fetchone()
+        if row is None:
+            cursor.execute(q.DATABASE_NOW)
+            row = (None, cursor.fetchone()[0])
+        watermark, now = row
+        end = _floor(now, seconds) + step
+        start = end - step * math.ceil(window / step)
+        final = watermark if watermark is not None else start
+        hours_until = _floor(final, 3600) if seconds >= 3600 else start
+        hours_until = min(max(hours_until, start), end)
+        minutes_from = hours_until
+        minutes_until = min(max(final, minutes_from), end)
+        cursor.execute(
+            q.SERIES,
+            {
+                "start": start,
+                "end": end,
+                "step": seconds,
+                "queue": queue,
+                "kind": kind,
+                "hours_until": hours_until,
+                "minutes_from": minutes_from,
+                "minutes_until": minutes_until,
+                "raw_from": minutes_until,
+            },
+        )
+        points = [SeriesPoint(*row) for row in cursor.fetchall()]
+    return Series(step, start, end, points)
+
+
+def _floor(moment: datetime, seconds: int) -> datetime:
+    epoch = int(moment.timestamp()) // seconds * seconds
+    return datetime.fromtimestamp(epoch, UTC)
+
+
+# --- job list -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobRow:
+    id: int
+    queue: str
+    kind: str
+    name: str
+    state: str
+    priority: int
+    attempt: int
+    max_attempts: int
+    run_at: datetime
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None  # None while the job is live
+    progress: float | None
+    last_error: str | None
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.kind
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """What the job list shows. Every field is optional; they combine with AND.
+
+    `text` matches inside the display name (case-insensitive). `since`/`until`
+    bound the enqueue time of live jobs and the end time of ended ones.
+    `payload`/`meta` match jobs whose payload/meta contain this JSON object.
+    """
+
+    queue: str | None = None
+    state: State | None = None
+    kind: str | None = None
+    text: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    payload: Mapping[str, Any] | None = None
+    meta: Mapping[str, Any] | None = None
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "queue": self.queue or None,
+            "state": self.state or None,
+            "kind": self.kind or None,
+            "text": _like(self.text) if self.text else None,
+            "since": self.since,
+            "until": self.until,
+            "payload": json.dumps(self.payload) if self.payload else None,
+            "meta": json.dumps(self.meta) if self.meta else None,
+        }
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """One page of the job list, newest first, with the cursors to move on.
+
+    `partial` is True when the page may hold fewer jobs than asked only because
+    it searched a bounded range of ids (filters on text, payload or meta have no
+    index); following `older` (or `newer`) keeps searching from where it stopped.
+    """
+
+    jobs: list[JobRow]  # newest first
+    newer: int | None  # pass as `after` for the next newer page; None: this is the newest
+    older: int | None  # pass as `before` for the next older page; None: nothing older
+    partial: bool = False
+
+
+def list_jobs(
+    where: JobFilter = JobFilter(),
+    *,
+    before: int | None = None,
+    after: int | None = None,
+    limit: int = PAGE_SIZE,
+) -> JobPage:
+    """One page of jobs, live and ended together, newest (highest id) first.
+
+    Keyset pagination: `before=id` gives the page of older jobs, `after=id` the
+    page of newer ones. With a text, payload or meta filter a page searches at
+    most SCAN_IDS ids (see JobPage.partial), so it answers fast whatever the
+    history holds. Raises NarrowYourFilter past the statement timeout.
+    """
+    if before is not None and after is not None:
+        raise TrackingError("Give before or after, not both.")
+    if not 1 <= limit <= MAX_PAGE_SIZE:
+        raise TrackingError(f"A page holds 1 to {MAX_PAGE_SIZE} jobs, not {limit}.")
+    if where.state is not None and where.state not in LIVE_STATES + ENDED_STATES:
+        raise TrackingError(
+            f"Unknown state {where.state!r}; the states are "
+            f"{', '.join(LIVE_STATES + ENDED_STATES)}."
+        )
+    for name, value in (("payload", where.payload), ("meta", where.meta)):
+        if value is not None and not isinstance(value, Mapping):
+            raise TrackingError(f"The {name} filter must be a JSON object (a dict).")
+    rows: list[JobRow] = []
+    with _statement_timeout(), connection.cursor() as cursor:
+        history = (q.HISTORY_OLDER, q.HISTORY_NEWER)
+        if where.since is not None and where.until is not None:
+            cursor.execute(q.DATABASE_NOW)
+            now = cursor.fetchone()[0]
+            # Walking ids from the newest costs the rows ended after the range; reading
+            # the range first costs the rows in it: take the smaller (at a steady rate).
+            if where.until - where.since < now - where.until:
+                history = (q.HISTORY_OLDER_IN_TIME_RANGE, q.HISTORY_NEWER_IN_TIME_RANGE)
+        tables = [(q.LIVE_OLDER, q.LIVE_NEWER, LIVE_STATES), (*history, ENDED_STATES)]
+        floor = ceiling = newest = None
+        if where.text or where.payload or where.meta:
+            cursor.execute(q.MAX_JOB_ID)
+            newest = int(cursor.fetchone()[0])
+            if after is None:
+                floor = max((before if before is not None else newest + 1) - SCAN_IDS, 1)
+            else:
+                ceiling = after + SCAN_IDS + 1
+        params = {
+            **where.params(),
+            "before": before,
+            "after": after,
+            "floor": floor,
+            "ceiling": ceiling,
+            "limit": limit + 1,
+        }
+        for older_sql, newer_sql, states in tables:
+            if where.state is not None and where.state not in states:
+                continue
+            cursor.execute(newer_sql if after is not None else older_sql, params)
+            rows += [JobRow(*row) for row in cursor.fetchall()]
+    if after is None:
+        rows.sort(key=lambda r: r.id, reverse=True)
+        page, more = rows[:limit], len(rows) > limit
+        partial = not more and floor is not None and floor > 1
+        older = page[-1].id if more else floor if partial else None
+        return JobPage(
+            page,
+            newer=page[0].id if page and before is not None else before,
+            older=older,
+            partial=partial,
+        )
+    rows.sort(key=lambda r: r.id)
+    page, more = rows[:limit], len(rows) > limit
+    partial = not more and ceiling is not None and newest is not None and ceiling <= newest
+    newer = page[-1].id if more else ceiling - 1 if partial and ceiling else None
+    page.reverse()
+    return JobPage(page, newer=newer, older=page[-1].id if page else after + 1, partial=partial)
+
+
+def _like(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+@contextmanager
+def _statement_timeout() -> Iterator[None]:
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(q.STATEMENT_TIMEOUT, [f"{LIST_TIMEOUT_MS}ms"])
+            yield
+    except OperationalError as exc:
+        if "statement timeout" not in str(exc):
+            raise
+        raise NarrowYourFilter(
+            "Finding these jobs took too long; narrow your filter (a queue, a state, a kind "
+            "or a shorter time range)."
+        ) from None

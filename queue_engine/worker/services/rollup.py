@@ -1,0 +1,98 @@
+"""Roll ended jobs up into minute and hour metric buckets, incrementally.
+
+A watermark (RollupState "metrics") says how far buckets are final. Each pass
+recomputes, from the history rows, the minute buckets from one minute before
+the watermark up to now (the last closed minute again, for rows committed a
+little after their finish time, and the open minute), then the hour buckets
+those minutes belong to, then moves the watermark to the start of the open
+minute. Recomputing replaces buckets, so a pass can be repeated or interrupted
+without counting anything twice. A first rollup over a long history goes in
+chunks of history, one transaction each, sized to take well under a second.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+
+from queue_engine import sql_maintenance as q
+
+LATE_MARGIN = timedelta(minutes=1)
+CHUNK = timedelta(hours=1)  # history per pass when catching up; adapted to keep passes short
+MIN_CHUNK, MAX_CHUNK = timedelta(minutes=1), timedelta(days=1)
+FAST_PASS, SLOW_PASS = 0.1, 0.4  # seconds
+TIME_BUDGET = 0.5  # seconds per call; the leader has other work too
+KEEP_MINUTES = 3 * 86400  # minute buckets serve windows up to 50 hours (900 s steps)
+KEEP_HOURS = 400 * 86400
+PRUNE_BATCH = 5000
+
+
+@dataclass(frozen=True)
+class RolledUp:
+    rolled_up_to: datetime | None
+    passes: int
+    more: bool
+
+
+async def roll_up(conn: psycopg.AsyncConnection, *, budget: float = TIME_BUDGET) -> RolledUp:
+    deadline = time.monotonic() + budget
+    await conn.execute(q.ENSURE_ROLLUP_STATE)
+    passes, chunk = 0, CHUNK
+    while True:
+        started = time.monotonic()
+        watermark, caught_up = await _one_pass(conn, chunk)
+        passes += 1
+        took = time.monotonic() - started
+        if took < FAST_PASS:
+            chunk = min(chunk * 2, MAX_CHUNK)
+        elif took > SLOW_PASS:
+            chunk = max(chunk / 2, MIN_CHUNK)
+        if caught_up:
+            await _prune(conn)
+            return RolledUp(watermark, passes, more=False)
+        if time.monotonic() > deadline:
+            return RolledUp(watermark, passes, more=True)
+
+
+async def _one_pass(
+    conn: psycopg.AsyncConnection, chunk: timedelta
+) -> tuple[datetime | None, bool]:
+    async with conn.transaction():
+        cur = await conn.execute(q.LOCK_ROLLUP_STATE)
+        row = await cur.fetchone()
+        assert row is not None
+        watermark, now = row
+        if watermark is None:
+            cur = await conn.execute(q.OLDEST_FINISHED)
+            oldest = (await cur.fetchone() or (None,))[0]
+            start = _minute(oldest or now)
+        else:
+            start = (watermark - LATE_MARGIN).astimezone(UTC)
+        end = min(now, start + chunk)
+        minutes = {"size": 60, "start": start, "end": end}
+        await conn.execute(q.DELETE_BUCKETS, minutes)
+        await conn.execute(q.INSERT_MINUTE_BUCKETS, minutes)
+        hours = {"size": 3600, "start": start.replace(minute=0), "end": end}
+        await conn.execute(q.DELETE_BUCKETS, hours)
+        await conn.execute(q.INSERT_HOUR_BUCKETS, hours)
+        caught_up = end >= now
+        watermark = _minute(end) if caught_up else end
+        await conn.execute(q.SET_ROLLED_UP_TO, [watermark])
+    return watermark, caught_up
+
+
+def _minute(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(second=0, microsecond=0)
+
+
+async def _prune(conn: psycopg.AsyncConnection) -> None:
+    for size, keep in ((60, KEEP_MINUTES), (3600, KEEP_HOURS)):
+        while True:
+            cur = await conn.execute(
+                q.PRUNE_BUCKETS, {"size": size, "keep": keep, "limit": PRUNE_BATCH}
+            )
+            if cur.rowcount < PRUNE_BATCH:
+                break

@@ -1,0 +1,262 @@
+"""Queue settings, pause and resume through ops_queues and the Django admin."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import psycopg
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+
+from queue_engine import ops_queues, schedules
+from queue_engine.models import AuditEvent, Job, JobRecord, QueueConfig, Schedule
+from queue_engine.ops import OpsError
+from tests import jobs
+from tests.workers import Workers, wait_for
+
+
+@pytest.mark.django_db
+def test_update_queue_config_changes_only_what_differs_and_audits_it() -> None:
+    ops_queues.update_queue_config("emails", actor="alice", max_concurrency=5, retain_failed=3600)
+
+    ops_queues.update_queue_config("emails", actor="alice", max_concurrency=5)
+
+    config = QueueConfig.objects.get(name="emails")
+    assert (config.max_concurrency, config.retain_failed, config.paused) == (5, 3600, False)
+    [event] = AuditEvent.objects.all()
+    assert (event.actor, event.action, event.target) == ("alice", "queue_config", "emails")
+    assert event.details["changes"] == {
+        "max_concurrency": [None, 5],
+        "retain_failed": [604800, 3600],
+    }
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"max_concurency": 3}, "unknown setting(s) max_concurency"),
+        ({"max_concurrency": 0}, "max_concurrency must be a whole number from 1"),
+        ({"lock_duration": None}, "lock_duration must be a whole number from 1"),
+        ({"retain_succeeded": -1}, "retain_succeeded must be a whole number from 0"),
+        ({"rate_limit": "10"}, "rate_limit must be a whole number"),
+        ({"paused": "yes"}, "paused must be True or False"),
+    ],
+)
+def test_bad_queue_settings_are_refused_and_nothing_is_written(fields, message) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(OpsError) as caught:
+        ops_queues.update_queue_config("emails", **fields)
+
+    assert message in str(caught.value)
+    assert not QueueConfig.objects.exists() and not AuditEvent.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pause_and_resume_are_audited_and_resume_wakes_workers(conninfo: str) -> None:
+    with psycopg.connect(conninfo, autocommit=True) as listener:
+        listener.execute("LISTEN qe_control")
+
+        ops_queues.pause_queue("emails", actor="bob")
+        ops_queues.pause_queue("emails", actor="bob")  # already paused: nothing to do
+        ops_queues.resume_queue("emails", actor="bob")
+
+        notes = [json.loads(n.payload) for n in listener.notifies(timeout=0.5)]
+    assert notes == [
+        {"action": "pause", "queue": "emails"},
+        {"action": "resume", "queue": "emails"},
+    ]
+    assert list(AuditEvent.objects.order_by("id").values_list("action", flat=True)) == [
+        "pause",
+        "resume",
+    ]
+    assert QueueConfig.objects.get(name="emails").paused is False
+
+
+@pytest.mark.slow
+def test_pause_stops_claims_within_a_second_and_resume_restarts_them(workers: Workers) -> None:
+    noop = jobs.noop.using(queue="pausable")
+    warm = noop.enqueue()
+    workers.start("--queues", "pausable")
+    wait_for(lambda: JobRecord.objects.filter(pk=warm.id).exists(), timeout=45)
+
+    ops_queues.pause_queue("pausable", actor="ops")
+    paused_at = time.monotonic()
+    waiting = []
+    while time.monotonic() - paused_at < 2.5:
+        waiting.append((time.monotonic() - paused_at, noop.enqueue().id))
+        time.sleep(0.1)
+    claimed = set(JobRecord.objects.values_list("id", flat=True)) | set(
+        Job.objects.exclude(state="available").values_list("id", flat=True)
+    )
+    resumed_at = time.monotonic()
+    ops_queues.resume_queue("pausable", actor="ops")
+    wait_for(
+        lambda: JobRecord.objects.filter(pk__in=[i for _, i in waiting]).count() == len(waiting),
+        timeout=5,
+        message="the paused jobs to run once resumed",
+    )
+    drained_in = time.monotonic() - resumed_at
+
+    late = [job_id for at, job_id in waiting if at >= 1.0]
+    assert late and not claimed & set(late), "a job was claimed more than 1 s after the pause"
+    print(f"{len(waiting)} jobs waited while paused; all ran {drained_in:.2f} s after resume")
+    assert drained_in < 1.0
+
+
+# --- Django admin ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def viewer(db: None) -> Client:
+    """A staff user who may look at everything in the admin but operate nothing."""
+    user = User.objects.create_user("viewer", password="x", is_staff=True)
+    user.user_permissions.add(
+        *Permission.objects.filter(
+            codename__startswith="view_", content_type__app_label="queue_engine"
+        )
+    )
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.django_db
+def test_admin_edits_queue_settings_through_ops(admin_client: Client) -> None:
+    QueueConfig.objects.create(name="emails")
+
+    response = admin_client.post(
+        "/admin/queue_engine/queueconfig/emails/change/",
+        {
+            "paused": "on",
+            "max_concurrency": "5",
+            "rate_limit": "",
+            "rate_window": "60",
+            "lock_duration": "30",
+            "group_concurrency": "",
+            "retain_succeeded": "86400",
+            "retain_failed": "604800",
+            "retain_cancelled": "86400",
+        },
+    )
+
+    assert response.status_code == 302
+    config = QueueConfig.objects.get(name="emails")
+    assert (config.paused, config.max_concurrency, config.lock_duration) == (True, 5, 30)
+    event = AuditEvent.objects.get(action="queue_config")
+    assert event.actor == "admin" and set(event.details["changes"]) == {
+        "paused",
+        "max_concurrency",
+        "lock_duration",
+    }
+
+
+@pytest.mark.django_db
+def test_admin_refuses_a_bad_queue_setting_with_the_ops_message(admin_client: Client) -> None:
+    QueueConfig.objects.create(name="emails")
+
+    response = admin_client.post(
+        "/admin/queue_engine/queueconfig/emails/change/",
+        {
+            "max_concurrency": "0",
+            "rate_window": "60",
+            "lock_duration": "60",
+            "retain_succeeded": "86400",
+            "retain_failed": "604800",
+            "retain_cancelled": "86400",
+        },
+    )
+
+    assert response.status_code == 200
+    assert "max_concurrency must be a whole number from 1" in response.content.decode()
+    assert not AuditEvent.objects.exists()
+
+
+@pytest.mark.django_db
+def test_admin_declares_schedules_through_schedules(admin_client: Client) -> None:
+    fields = {
+        "name": "nightly",
+        "kind": "tests.noop",
+        "cron": "0 3 * * *",
+        "timezone": "Europe/Paris",
+        "every": "",
+        "payload": "{}",
+        "queue": "",
+        "priority": "",
+        "enabled": "on",
+        "missed_fire_policy": "run_once",
+    }
+
+    bad = admin_client.post("/admin/queue_engine/schedule/add/", {**fields, "cron": "0 25 * * *"})
+    good = admin_client.post("/admin/queue_engine/schedule/add/", fields)
+
+    assert bad.status_code == 200 and "the hour field &#x27;25&#x27;" in bad.content.decode()
+    assert good.status_code == 302
+    schedule = Schedule.objects.get()
+    assert (schedule.source, schedule.cron, schedule.timezone) == (
+        "admin",
+        "0 3 * * *",
+        "Europe/Paris",
+    )
+    assert AuditEvent.objects.get().action == "schedule_create"
+
+
+@pytest.mark.django_db
+def test_admin_actions_go_through_ops_and_are_audited(admin_client: Client) -> None:
+    doomed, waiting = jobs.noop.enqueue(), jobs.noop.using(delay=3600).enqueue()
+    schedules.upsert_interval("beat", jobs.noop, every=60)
+
+    cancel = admin_client.post(
+        "/admin/queue_engine/job/", {"action": "cancel", "_selected_action": [doomed.id]}
+    )
+    retry = admin_client.post(
+        "/admin/queue_engine/job/", {"action": "retry", "_selected_action": [waiting.id]}
+    )
+    pause = admin_client.post(
+        "/admin/queue_engine/queueconfig/", {"action": "pause", "_selected_action": ["default"]}
+    )
+    disable = admin_client.post(
+        "/admin/queue_engine/schedule/",
+        {"action": "disable", "_selected_action": [Schedule.objects.get().pk]},
+    )
+
+    assert all(r.status_code == 302 for r in (cancel, retry, pause, disable))
+    assert JobRecord.objects.get(pk=doomed.id).state == "cancelled"
+    assert Job.objects.get(pk=waiting.id).state == "available"
+    assert QueueConfig.objects.get(name="default").paused is True
+    assert Schedule.objects.get().enabled is False
+    assert list(
+        AuditEvent.objects.filter(actor="admin").order_by("id").values_list("action", flat=True)
+    ) == ["cancel", "retry", "pause", "schedule_disable"]
+
+
+@pytest.mark.django_db
+def test_admin_redrive_action_puts_dead_jobs_back(admin_client: Client) -> None:
+    job = jobs.noop.enqueue()
+    admin_client.post(
+        "/admin/queue_engine/job/", {"action": "cancel", "_selected_action": [job.id]}
+    )
+
+    redrive = admin_client.post(
+        "/admin/queue_engine/jobrecord/", {"action": "redrive", "_selected_action": [job.id]}
+    )
+
+    assert redrive.status_code == 302
+    assert Job.objects.get(pk=job.id).state == "available"
+    assert AuditEvent.objects.filter(action="redrive", actor="admin").exists()
+
+
+@pytest.mark.django_db
+def test_admin_actions_need_the_operator_permission(viewer: Client) -> None:
+    live = jobs.noop.enqueue()
+
+    page = viewer.get("/admin/queue_engine/job/")
+    attempt = viewer.post(
+        "/admin/queue_engine/job/", {"action": "cancel", "_selected_action": [live.id]}
+    )
+
+    assert page.status_code == 200 and 'value="cancel"' not in page.content.decode()
+    assert attempt.status_code in (200, 302)
+    assert Job.objects.get(pk=live.id).state == "available"
+    assert not AuditEvent.objects.exists()

@@ -1,0 +1,377 @@
+"""Schedules: declared idempotently, validated fast, fired once per fire time by the leader."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from cronsim import CronSim, CronSimError
+from django.db.models import F
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from queue_engine import schedules
+from queue_engine.checks import check_schedules
+from queue_engine.models import AuditEvent, Job, JobRecord, Schedule, WorkerProcess
+from queue_engine.recurrence import Recurrence, ScheduleError, check_cron
+from queue_engine.worker.services import fire_due_schedules
+from tests import jobs
+from tests.services import run_service
+from tests.workers import wait_for
+
+
+def fires(name: str) -> list[dict[str, object]]:
+    """The meta of every job the schedule enqueued, live or ended, by fire time."""
+    metas = [
+        *Job.objects.filter(meta__schedule=name).values_list("meta", flat=True),
+        *JobRecord.objects.filter(meta__schedule=name).values_list("meta", flat=True),
+    ]
+    return sorted(metas, key=lambda m: str(m["fire_time"]))
+
+
+# --- declaring ---------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_declaring_again_changes_nothing_and_keeps_the_next_fire_time() -> None:
+    first = schedules.upsert_interval("report", jobs.noop, every=3600, payload={"x": 1})
+    audits = AuditEvent.objects.count()
+
+    again = schedules.upsert_interval("report", jobs.noop, every=3600, payload={"x": 1})
+
+    assert again.next_fire_at == first.next_fire_at
+    assert AuditEvent.objects.count() == audits
+    assert Schedule.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_changed_timing_moves_the_next_fire_time_and_is_audited() -> None:
+    schedules.upsert_interval("report", jobs.noop, every=3600)
+
+    changed = schedules.upsert_cron(
+        "report", jobs.noop, cron="30 6 * * *", timezone="Europe/Paris", actor="alice"
+    )
+
+    local = changed.next_fire_at.astimezone(ZoneInfo("Europe/Paris"))
+    assert (local.hour, local.minute) == (6, 30)
+    event = AuditEvent.objects.filter(action="schedule_update").get()
+    assert event.actor == "alice"
+    assert event.details["changes"]["cron"] == [None, "30 6 * * *"]
+
+
+@pytest.mark.django_db
+def test_redeclaring_keeps_an_operators_disable() -> None:
+    schedules.upsert_interval("report", jobs.noop, every=60)
+    schedules.disable("report", actor="bob")
+
+    schedules.upsert_interval("report", jobs.noop, every=60)
+
+    assert Schedule.objects.get(name="report").enabled is False
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"cron": "61 * * * *"}, "the minute field '61' is out of range"),
+        ({"cron": "* * * *"}, "has 4 fields; give exactly five"),
+        ({"cron": "0 0 30 2 *"}, "the day-of-month field '30'"),
+        ({"cron": "0 0 */31 2 MON#5"}, "never fires"),
+        ({"cron": "0 0 * * *", "timezone": "Mars/Olympus"}, "Unknown time zone 'Mars/Olympus'"),
+        ({"cron": "0 0 * * *", "timezone": "../../etc/passwd"}, "Unknown time zone"),
+        ({"every": 0}, "every must be from 1 second to 366 days"),
+        ({"every": float("nan")}, "finite number of seconds"),
+        ({"every": "often"}, "every must be a number of seconds or a timedelta"),
+        ({"every": 60, "timezone": "Europe/Paris"}, "a time zone only applies to cron"),
+        ({"every": 60, "kind": "tests.nope"}, "Unknown job kind 'tests.nope'"),
+        ({"every": 60, "payload": {"when": datetime(2020, 1, 1, tzinfo=UTC)}}, "datetime"),
+        ({"every": 60, "priority": 500}, "priority must be a whole number from -100 to 100"),
+        ({"every": 60, "kind": "tests.add", "payload": {"a": 1}}, "does not fit the arguments"),
+        ({"every": 60, "missed": "replay"}, "missed must be 'run_once' or 'skip'"),
+    ],
+)
+def test_a_bad_declaration_says_what_is_wrong_and_writes_nothing(kwargs, message) -> None:  # type: ignore[no-untyped-def]
+    kind = kwargs.pop("kind", "tests.noop")
+
+    with pytest.raises(ScheduleError) as caught:
+        schedules.save_declaration(schedules.declaration("bad", kind, **kwargs))
+
+    assert message in str(caught.value)
+    assert not Schedule.objects.exists()
+    assert not AuditEvent.objects.exists()
+
+
+HOSTILE = [
+    "1," * 50_000,
+    "*/0 * * * *",
+    "0 0 */31 * MON#5",  # day 1 is never a fifth Monday: the costliest "never fires"
+    "0 0 */30 2 1#5",
+    "0 0 */31 2 5L",
+    "0 0 31 4,6,9,11 *",
+    "\x00 * * * *",
+    "$(rm -rf /) * * * *",
+    "0 0 1 1 1#6",
+    "9999999999999999999999 * * * *",
+    "* * * * * * * * * * * * * * * * * * * *",
+    "0-59/1," * 15 + "0 * * * *",
+]
+
+
+@pytest.mark.parametrize("expression", HOSTILE, ids=lambda e: repr(e[:24]))
+def test_hostile_cron_expressions_are_rejected_in_under_10_ms(expression: str) -> None:
+    check_cron("*/5 * * * *")  # warm up imports and caches
+    started = time.perf_counter()
+
+    with pytest.raises(ScheduleError):
+        check_cron(expression)
+
+    elapsed = time.perf_counter() - started
+    print(f"{expression[:30]!r}: rejected in {elapsed * 1000:.2f} ms")
+    assert elapsed < 0.010
+
+
+ZONES = [
+    "UTC",
+    "Europe/Paris",
+    "America/New_York",
+    "America/St_Johns",
+    "Australia/Lord_Howe",
+    "Asia/Kathmandu",
+    "Pacific/Chatham",
+    "America/Sao_Paulo",
+    "Pacific/Apia",
+]
+
+
+def field(low: int, high: int) -> st.SearchStrategy[str]:
+    number = st.integers(low, high)
+    single = number.map(str)
+    span = st.tuples(number, number).map(lambda t: f"{min(t)}-{max(t)}")
+    stepped = st.tuples(st.sampled_from(["*", f"{low}"]), st.integers(1, high)).map(
+        lambda t: f"{t[0]}/{t[1]}"
+    )
+    item = st.one_of(st.just("*"), single, span, stepped)
+    return st.lists(item, min_size=1, max_size=3).map(",".join)
+
+
+CRONS = st.tuples(
+    field(0, 59),
+    field(0, 23),
+    field(1, 31) | st.sampled_from(["L", "*/31"]),
+    field(1, 12) | st.just("2"),
+    field(0, 7) | st.sampled_from(["MON-FRI", "1#2", "5L", "1#5", "SUN#5"]),
+).map(" ".join)
+MOMENTS = st.datetimes(
+    min_value=datetime(1990, 1, 1), max_value=datetime(2090, 1, 1), timezones=st.just(UTC)
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cron=CRONS, zone=st.sampled_from(ZONES), now=MOMENTS)
+def test_next_fire_is_always_after_now(cron: str, zone: str, now: datetime) -> None:
+    try:
+        normalised = check_cron(cron)
+    except ScheduleError as exc:  # then cronsim agrees: it cannot parse it, or never fires
+        if "never fires" in str(exc):
+            with pytest.raises(StopIteration):  # its own 50-year search
+                next(CronSim(cron, now))
+        else:
+            with pytest.raises(CronSimError):
+                CronSim(cron, now)
+        return
+    recurrence = Recurrence(cron=normalised, timezone=zone)
+
+    after = recurrence.first_after(now)
+    due = recurrence.due(after, after + timedelta(seconds=1))
+
+    assert after > now
+    assert after < now + timedelta(days=366 * 29)
+    assert due.fire_time == after and due.next_fire_at > after
+
+
+@given(every=st.integers(1, 366 * 86400), late=st.floats(0, 1e7), scheduled=MOMENTS)
+def test_interval_due_times_stay_on_the_grid(every: int, late: float, scheduled: datetime) -> None:
+    recurrence = Recurrence(every=timedelta(seconds=every))
+    now = scheduled + timedelta(seconds=late)
+
+    due = recurrence.due(scheduled, now)
+
+    assert due.fire_time <= now < due.next_fire_at
+    assert due.next_fire_at - due.fire_time == timedelta(seconds=every)
+    assert due.fire_time == scheduled + due.missed * timedelta(seconds=every)
+
+
+# --- operating ---------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_run_now_enqueues_once_while_pending_and_keeps_the_timing() -> None:
+    schedule = schedules.upsert_cron(
+        "nightly", jobs.noop, cron="0 3 * * *", payload={"at": "{fire_time}"}
+    )
+
+    first = schedules.run_now("nightly", actor="carol")
+    second = schedules.run_now("nightly", actor="carol")
+
+    assert second.id == first.id
+    assert first.meta["run_now"] is True and first.payload["at"] == first.meta["fire_time"]
+    assert Schedule.objects.get(name="nightly").next_fire_at == schedule.next_fire_at
+    assert AuditEvent.objects.filter(action="schedule_run_now", actor="carol").count() == 2
+
+
+@pytest.mark.django_db
+def test_enable_disable_remove_are_audited_and_refuse_unknown_names() -> None:
+    schedules.upsert_interval("beat", jobs.noop, every=10)
+
+    schedules.disable("beat", actor="dan")
+    schedules.enable("beat", actor="dan")
+    schedules.remove_schedule("beat", actor="dan")
+
+    actions = list(
+        AuditEvent.objects.filter(actor="dan").order_by("id").values_list("action", flat=True)
+    )
+    assert actions == ["schedule_disable", "schedule_enable", "schedule_remove"]
+    with pytest.raises(ScheduleError, match="there is no such schedule"):
+        schedules.run_now("beat")
+
+
+@pytest.mark.django_db
+def test_settings_schedules_are_declared_and_dropped_ones_removed(settings) -> None:  # type: ignore[no-untyped-def]
+    schedules.upsert_interval("from-code", jobs.noop, every=60)
+    settings.QUEUE_ENGINE = {
+        **settings.QUEUE_ENGINE,
+        "SCHEDULES": {
+            "a": {"kind": "tests.noop", "cron": "*/5 * * * *", "timezone": "Asia/Tokyo"},
+            "b": {"kind": "tests.noop", "every": 30, "queue": "beats", "priority": 7},
+        },
+    }
+
+    assert schedules.declare_configured() == ["a", "b"]
+    settings.QUEUE_ENGINE = {
+        **settings.QUEUE_ENGINE,
+        "SCHEDULES": {"b": {"kind": "tests.noop", "every": 30, "queue": "beats", "priority": 7}},
+    }
+    schedules.declare_configured()
+
+    rows = dict(Schedule.objects.values_list("name", "source"))
+    assert rows == {"b": "settings", "from-code": "code"}
+
+
+def test_a_bad_settings_schedule_fails_the_system_check(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.QUEUE_ENGINE = {
+        **settings.QUEUE_ENGINE,
+        "SCHEDULES": {"broken": {"kind": "tests.noop", "cron": "0 0 * *"}},
+    }
+
+    errors = check_schedules()
+
+    assert [e.id for e in errors] == ["queue_engine.E020"]
+    assert "['broken']" in errors[0].msg and "has 4 fields" in errors[0].msg
+
+
+# --- firing --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_due_cron_schedule_fires_at_its_local_time(conninfo: str) -> None:
+    schedule = schedules.upsert_cron(
+        "paris", jobs.noop, cron="0 9 * * *", timezone="Europe/Paris", payload={"at": "{fire_time}"}
+    )
+    Schedule.objects.filter(pk=schedule.pk).update(
+        next_fire_at=F("next_fire_at") - timedelta(days=1)
+    )
+
+    fired = run_service(conninfo, fire_due_schedules)
+    again = run_service(conninfo, fire_due_schedules)
+
+    assert (fired.enqueued, again.enqueued) == (1, 0)
+    [meta] = fires("paris")
+    at = datetime.fromisoformat(str(meta["fire_time"])).astimezone(ZoneInfo("Europe/Paris"))
+    assert (at.hour, at.minute, meta["missed"]) == (9, 0, 0)
+    job = Job.objects.get(meta__schedule="paris")
+    assert job.payload == {"at": meta["fire_time"]} and str(job.dedup_key).startswith(
+        "schedule:paris:"
+    )
+    moved = Schedule.objects.get(pk=schedule.pk)
+    assert moved.next_fire_at == schedule.next_fire_at and moved.last_job_id == job.id
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("policy", "expected"), [("run_once", [2]), ("skip", [])])
+def test_fire_times_missed_while_down_run_once_or_are_skipped(
+    conninfo: str, policy: str, expected: list[int]
+) -> None:
+    schedule = schedules.upsert_interval("hourly-ish", jobs.noop, every=600, missed=policy)  # type: ignore[arg-type]
+    Schedule.objects.filter(pk=schedule.pk).update(
+        next_fire_at=F("next_fire_at") - timedelta(minutes=35)
+    )  # due 25, 15 and 5 minutes ago
+
+    run_service(conninfo, fire_due_schedules)
+
+    assert [m["missed"] for m in fires("hourly-ish")] == expected
+    assert Schedule.objects.get(pk=schedule.pk).next_fire_at == (
+        schedule.next_fire_at - timedelta(minutes=5)
+    )  # on the grid, 5 minutes from now
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_schedule_whose_kind_vanished_records_the_error(conninfo: str) -> None:
+    schedule = schedules.upsert_interval("orphan", jobs.noop, every=60)
+    Schedule.objects.filter(pk=schedule.pk).update(
+        kind="tests.gone", next_fire_at=F("next_fire_at") - timedelta(minutes=1)
+    )
+
+    fired = run_service(conninfo, fire_due_schedules)
+
+    orphan = Schedule.objects.get(pk=schedule.pk)
+    assert (fired.enqueued, fired.skipped) == (0, 1)
+    assert "Unknown job kind 'tests.gone'" in orphan.last_error
+    assert orphan.next_fire_at == schedule.next_fire_at  # past the fire time it could not fire
+
+
+@pytest.mark.slow
+def test_a_schedule_fires_once_per_time_with_three_workers_and_a_leader_kill(workers) -> None:  # type: ignore[no-untyped-def]
+    schedules.upsert_interval("tick", jobs.noop, every=1, payload={"at": "{fire_time}"})
+    for i in range(3):
+        workers.start("--worker-id", f"w{i}", "--queues", "default")
+    leader = wait_for(
+        lambda: WorkerProcess.objects.filter(is_leader=True).first(), timeout=45, message="a leader"
+    )
+    wait_for(lambda: len(fires("tick")) >= 3, timeout=30, message="three fires")
+
+    os.kill(leader.pid, signal.SIGKILL)
+    killed_at = len(fires("tick"))
+    wait_for(
+        lambda: len(fires("tick")) >= killed_at + 4, timeout=30, message="fires under a new leader"
+    )
+    workers.stop_all()
+
+    metas = fires("tick")
+    times = [datetime.fromisoformat(str(m["fire_time"])) for m in metas]
+    assert len(times) == len(set(times)), "a fire time fired twice"
+    print(
+        "fire times (missed folded in):",
+        [(t.time().isoformat(), m["missed"]) for t, m in zip(times, metas, strict=True)],
+    )
+    # Each fire time from the first job's to the last's is one job or folded into the
+    # next job (missed). The first job's own missed are the times before workers ran.
+    grid = round((times[-1] - times[0]).total_seconds()) + 1
+    assert len(metas) + sum(int(str(m["missed"])) for m in metas[1:]) == grid, (
+        "a fire time was lost"
+    )
+    assert all((t - times[0]).total_seconds() % 1 == 0 for t in times)
+
+
+@pytest.mark.slow
+def test_workers_declare_the_settings_schedules_when_they_start(workers) -> None:  # type: ignore[no-untyped-def]
+    workers.start(env={"DJANGO_SETTINGS_MODULE": "tests.settings_schedules"})
+
+    wait_for(lambda: len(fires("from-settings")) >= 2, timeout=45, message="two fires")
+
+    schedule = Schedule.objects.get(name="from-settings")
+    assert (schedule.source, schedule.every) == ("settings", timedelta(seconds=1))
+    assert "schedules declared from settings: from-settings" in workers.output()

@@ -1,0 +1,350 @@
+"""The console's read side: queue counts, metric series and the job list."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from queue_engine import tracking
+from queue_engine.models import Job, JobRecord, QueueConfig
+from queue_engine.tracking import JobFilter, TrackingError
+from queue_engine.worker.services import roll_up
+from tests import jobs
+from tests.services import run_service
+from tests.test_maintenance import database_now, record
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+# --- counts -----------------------------------------------------------------------------
+
+
+def test_queue_counts_are_exact_under_the_cap_and_estimated_above_it(conninfo: str) -> None:
+    jobs.noop.using(queue="q1").enqueue()
+    jobs.noop.using(queue="q1", delay=60).enqueue()
+    QueueConfig.objects.create(name="q2", paused=True)
+    now = database_now()
+    JobRecord.objects.bulk_create(
+        [record(now - timedelta(minutes=5), queue="q1") for _ in range(30)]
+        + [record(now, queue="q1", state="failed")]
+    )
+    run_service(conninfo, roll_up)
+
+    exact = {c.queue: c for c in tracking.queue_counts()}
+    capped = tracking.queue_counts("q1", cap=10)[0]
+
+    assert exact["q1"].states["available"] == tracking.StateCount(1, True)
+    assert exact["q1"].states["scheduled"].count == 1 and exact["q1"].live == 2
+    assert exact["q1"].states["succeeded"] == tracking.StateCount(30, True)
+    assert exact["q2"].paused and exact["q2"].live == 0
+    assert capped.states["succeeded"] == tracking.StateCount(30, False)  # from the rollup
+    assert capped.states["failed"] == tracking.StateCount(1, True)
+
+
+# --- series -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("window", "step", "points"),
+    [
+        (timedelta(minutes=15), 60, 15),
+        (timedelta(hours=1), 60, 60),
+        (timedelta(hours=6), 300, 72),
+        (timedelta(days=1), 900, 96),
+        (timedelta(days=7), 3600, 168),
+        (timedelta(days=30), 21600, 120),
+    ],
+)
+def test_every_window_gets_a_step_giving_at_most_200_points(window, step, points) -> None:  # type: ignore[no-untyped-def]
+    series = tracking.metric_series(window)
+
+    assert series.step == timedelta(seconds=step)
+    assert len(series.points) in (points, points + 1)
+    assert all(p.ended == 0 and p.wait_avg is None for p in series.points)  # zero-filled
+    gaps = {b.at - a.at for a, b in zip(series.points, series.points[1:], strict=False)}
+    assert gaps == {series.step}
+
+
+@pytest.mark.parametrize("window", [timedelta(minutes=5), timedelta(days=31)])
+def test_windows_outside_15_minutes_to_30_days_are_refused(window: timedelta) -> None:
+    with pytest.raises(TrackingError, match="from 15 minutes to 30 days"):
+        tracking.metric_series(window)
+
+
+def test_series_stitch_the_rollup_with_the_live_tail(conninfo: str) -> None:
+    now = database_now()
+    rolled = [
+        record(now - timedelta(minutes=m), queue="s", run=2.0, wait=1.0) for m in range(3, 50, 2)
+    ]
+    JobRecord.objects.bulk_create(rolled)
+    run_service(conninfo, roll_up)
+    tail = [record(database_now(), queue="s", state="failed", run=4.0, wait=1.0) for _ in range(3)]
+    JobRecord.objects.bulk_create(tail)
+
+    series = tracking.metric_series(timedelta(hours=1), queue="s")
+    other = tracking.metric_series(timedelta(hours=1), queue="nothing-here")
+
+    assert sum(p.succeeded for p in series.points) == len(rolled)
+    assert sum(p.failed for p in series.points) == 3 and series.points[-1].failed == 3
+    assert series.points[-1].run_avg == pytest.approx(4.0)
+    busy = [p for p in series.points if p.succeeded]
+    assert all(p.run_p50 == pytest.approx(2.0) and p.wait_p95 == pytest.approx(1.0) for p in busy)
+    assert sum(p.ended for p in other.points) == 0
+
+
+# --- job list -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def mixed_jobs() -> list[int]:
+    """60 ended and 60 live jobs, interleaved by id, in two queues."""
+    now = database_now()
+    ids, ended_jobs = [], []
+    for i in range(60):
+        ended = record(
+            now - timedelta(minutes=i),
+            queue=("red", "blue")[i % 2],
+            state=("succeeded", "failed", "cancelled")[i % 3],
+        )
+        ended.name = f"report {i} 100%_done" if i == 7 else f"report {i}"
+        ended.payload, ended.meta = {"account": i % 5}, {"tenant": f"t{i % 3}"}
+        ended.id = 2 * i + 1
+        ended_jobs.append(ended)
+        live = Job.objects.create(
+            id=2 * i + 2,
+            kind="tests.noop",
+            queue=("red", "blue")[i % 2],
+            name=f"live {i}",
+            payload={"account": i % 5},
+        )
+        ids += [ended.id, live.id]
+    JobRecord.objects.bulk_create(ended_jobs)
+    return sorted(ids, reverse=True)
+
+
+def every_page(where: JobFilter | None = None, limit: int = 25) -> list[int]:
+    where = where or JobFilter()
+    seen: list[int] = []
+    page = tracking.list_jobs(where, limit=limit)
+    while True:
+        seen += [j.id for j in page.jobs]
+        if page.older is None:
+            return seen
+        page = tracking.list_jobs(where, before=page.older, limit=limit)
+
+
+def test_keyset_pages_cover_live_and_ended_jobs_once_newest_first(mixed_jobs: list[int]) -> None:
+    first = tracking.list_jobs(limit=25)
+    second = tracking.list_jobs(before=first.older, limit=25)
+    back = tracking.list_jobs(after=second.newer, limit=25)
+
+    assert every_page() == mixed_jobs
+    assert first.newer is None and second.newer == second.jobs[0].id
+    assert [j.id for j in back.jobs] == [j.id for j in first.jobs]
+    assert back.newer is None
+
+
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        (
+            JobFilter(queue="red", state="failed"),
+            lambda j: j.queue == "red" and j.state == "failed",
+        ),
+        (JobFilter(state="available"), lambda j: j.state == "available"),
+        (JobFilter(text="100%_d"), lambda j: "100%_d" in j.name),
+        (JobFilter(text="REPORT 1"), lambda j: j.name.startswith("report 1")),
+        (JobFilter(payload={"account": 3}), lambda j: j.payload == {"account": 3}),
+        (JobFilter(meta={"tenant": "t2"}), lambda j: j.meta.get("tenant") == "t2"),
+        (JobFilter(kind="tests.noop", queue="blue"), lambda j: j.queue == "blue"),
+    ],
+)
+def test_filters_combine_over_live_and_ended_jobs(
+    mixed_jobs: list[int], where: JobFilter, expected: Callable[[Any], bool]
+) -> None:
+    every = [*Job.objects.all(), *JobRecord.objects.all()]
+
+    found = every_page(where, limit=7)
+
+    assert found == sorted((j.id for j in every if expected(j)), reverse=True)
+    assert found
+
+
+@pytest.mark.parametrize(("since", "until"), [(30, 10), (50, 45)])  # near now; far from it
+def test_a_time_range_bounds_end_times_of_ended_jobs(
+    mixed_jobs: list[int], since: int, until: int
+) -> None:
+    now = database_now()
+    start, end = now - timedelta(minutes=since), now - timedelta(minutes=until)
+
+    found = every_page(JobFilter(state="succeeded", since=start, until=end), limit=3)
+
+    ended = JobRecord.objects.filter(state="succeeded", finished_at__gte=start, finished_at__lt=end)
+    assert found == sorted(ended.values_list("id", flat=True), reverse=True) and found
+
+
+def test_unindexed_filters_search_bounded_id_ranges_and_say_where_to_go_on() -> None:
+    now = database_now()
+    sparse = [record(now, queue="q") for _ in range(3)]
+    for job, job_id in zip(sparse, (10, 60_010, 120_010), strict=True):
+        job.id, job.name = job_id, f"needle {job_id}"
+    JobRecord.objects.bulk_create([*sparse, record(now, queue="q")])  # ids 10, 60k, 120k, 1M+
+    where = JobFilter(text="needle")
+
+    pages = [tracking.list_jobs(where, limit=10)]
+    while pages[-1].older is not None:
+        pages.append(tracking.list_jobs(where, before=pages[-1].older, limit=10))
+    back = tracking.list_jobs(where, after=10, limit=10)
+
+    assert [j.id for p in pages for j in p.jobs] == [120_010, 60_010, 10]
+    assert all(p.partial for p in pages[:-1]) and not pages[-1].partial
+    assert len(pages) > 3  # some pages searched a range holding no match at all
+    assert back.partial and back.jobs == [] and back.newer == 10 + tracking.SCAN_IDS
+
+
+def test_bad_list_requests_say_what_to_do() -> None:
+    with pytest.raises(TrackingError, match="Unknown state 'done'"):
+        tracking.list_jobs(JobFilter(state="done"))  # type: ignore[arg-type]
+    with pytest.raises(TrackingError, match="before or after, not both"):
+        tracking.list_jobs(before=5, after=1)
+
+
+# --- a million ended jobs -------------------------------------------------------------------
+
+SEED_HISTORY = """
+INSERT INTO queue_engine_jobrecord
+       (id, queue, kind, name, state, priority, payload, attempt, max_attempts, errors, meta,
+        run_at, created_at, started_at, finished_at, worker)
+SELECT i, (ARRAY['emails', 'media', 'billing', 'reports'])[1 + i %% 4],
+       (ARRAY['app.send', 'app.resize', 'app.charge', 'app.report'])[1 + i %% 4],
+       'job ' || i,
+       CASE (i / 4) %% 20 WHEN 0 THEN 'failed' WHEN 1 THEN 'cancelled' ELSE 'succeeded' END,
+       0, jsonb_build_object('account', i %% 1000), 1 + (i %% 10 = 0)::int, 20,
+       CASE (i / 4) %% 20 WHEN 0 THEN '[{"class": "app.Boom", "message": "boom"}]'::jsonb
+            ELSE '[]'::jsonb END,
+       jsonb_build_object('tenant', 't' || i %% 50),
+       f - interval '3 seconds', f - interval '3 seconds',
+       f - make_interval(secs => 0.1 + (i %% 13) / 10.0), f, 'w1'
+  FROM generate_series(1, %(n)s) AS i,
+       LATERAL (SELECT now() - interval '30 days' * (1 - i::float8 / %(n)s)) AS t(f)
+"""
+
+SEED_LIVE = """
+INSERT INTO queue_engine_job (id, queue, kind, name, state, payload, meta, run_at)
+SELECT %(n)s + i, (ARRAY['emails', 'media', 'billing', 'reports'])[1 + i %% 4], 'app.send',
+       'live ' || i, (ARRAY['available', 'scheduled', 'running'])[1 + i %% 3],
+       jsonb_build_object('account', i %% 1000), '{}', now() + make_interval(secs => i %% 3)
+  FROM generate_series(1, 10000) AS i
+"""
+
+
+def timed(what: str, call: Callable[[], Any]) -> Any:
+    """Run a tracking call (after one warm-up), print its time and the plan of each query."""
+    call()
+    with CaptureQueriesContext(connection) as queries:
+        started = time.perf_counter()
+        result = call()
+        elapsed = time.perf_counter() - started
+    print(f"\n=== {what}: {elapsed * 1000:.1f} ms")
+    with connection.cursor() as cursor:
+        for query in queries.captured_queries:
+            statement = query["sql"]
+            if (
+                not statement.lstrip().upper().startswith(("SELECT", "WITH"))
+                or "set_config" in statement
+            ):
+                continue
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + statement)
+            print("\n".join(f"    {row[0]}" for row in cursor.fetchall()))
+    assert elapsed < 0.100, f"{what} took {elapsed * 1000:.0f} ms"
+    return result
+
+
+@pytest.mark.slow
+def test_tracking_answers_on_a_million_ended_jobs_in_under_100_ms(conninfo: str) -> None:
+    n = 1_000_000
+    for name in ("emails", "media", "billing", "reports"):
+        QueueConfig.objects.create(
+            name=name,
+            retain_succeeded=31 * 86400,
+            retain_failed=31 * 86400,
+            retain_cancelled=31 * 86400,
+        )
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(SEED_HISTORY, {"n": n})
+        cursor.execute(SEED_LIVE, {"n": n})
+        cursor.execute("VACUUM ANALYZE queue_engine_jobrecord")
+        cursor.execute("ANALYZE queue_engine_job")
+    seeded = time.perf_counter()
+    run_service(conninfo, roll_up, budget=600)
+    print(
+        f"\nseeded {n} ended jobs in {seeded - started:.1f} s; "
+        f"first rollup of 30 days in {time.perf_counter() - seeded:.1f} s"
+    )
+    now = database_now()
+
+    counts = timed("queue_counts()", tracking.queue_counts)
+    by_queue = {c.queue: c for c in counts}
+    exact = JobRecord.objects.filter(queue="media", state="succeeded").count()
+    assert by_queue["media"].states["succeeded"].exact is False
+    assert by_queue["media"].states["succeeded"].count == pytest.approx(exact, rel=0.01)
+    assert by_queue["emails"].live == 2500
+
+    for window in (
+        timedelta(minutes=15),
+        timedelta(hours=1),
+        timedelta(days=1),
+        timedelta(days=7),
+        timedelta(days=30),
+    ):
+        series = timed(f"metric_series({window})", partial(tracking.metric_series, window))
+        assert series.points
+    month = timed(
+        "metric_series(30 days, queue=billing)",
+        lambda: tracking.metric_series(timedelta(days=30), queue="billing"),
+    )
+    assert sum(p.ended for p in month.points) == pytest.approx(n / 4, rel=0.02)
+
+    first = timed("list_jobs()", tracking.list_jobs)
+    timed("list_jobs(before=...)", lambda: tracking.list_jobs(before=first.older))
+    for where in (
+        JobFilter(queue="billing", state="failed"),
+        JobFilter(state="cancelled"),
+        JobFilter(kind="app.charge"),
+        JobFilter(queue="media", state="succeeded", kind="app.resize"),
+        JobFilter(text="job 99"),
+        JobFilter(meta={"tenant": "t7"}),
+        JobFilter(payload={"account": 42}, queue="billing"),
+        JobFilter(
+            state="succeeded",
+            since=now - timedelta(days=12, hours=1),
+            until=now - timedelta(days=12),
+        ),
+    ):
+        page = timed(f"list_jobs({where})", partial(tracking.list_jobs, where))
+        assert page.jobs
+
+    # A rare text: each page searches SCAN_IDS ids, fast; following `older` finds every match.
+    needle = JobFilter(text="job 4242")
+    expected = sorted(
+        JobRecord.objects.filter(name__contains="job 4242").values_list("id", flat=True),
+        reverse=True,
+    )
+    found, page, slowest = [], tracking.list_jobs(needle), 0.0
+    while True:
+        found += [j.id for j in page.jobs]
+        if page.older is None:
+            break
+        started = time.perf_counter()
+        page = tracking.list_jobs(needle, before=page.older)
+        slowest = max(slowest, time.perf_counter() - started)
+    print(f"\n=== text 'job 4242': {len(found)} matches, slowest page {slowest * 1000:.1f} ms")
+    assert found == expected and slowest < 0.100
