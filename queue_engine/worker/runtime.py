@@ -342,7 +342,8 @@ class Worker:
         while True:
             await asyncio.sleep(0.05)
             if self.logs or self.progress:
-                await self._flush_logs_and_progress()
+                # Shielded: a stop mid-flush must not drop the lines already taken.
+                await asyncio.shield(self._flush_logs_and_progress())
 
     async def _flush_logs_and_progress(self) -> None:
         logs, self.logs = self.logs, []
