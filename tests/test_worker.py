@@ -313,7 +313,7 @@ def test_poison_job_that_kills_its_worker_is_dead_lettered(workers: Workers) -> 
 
 def test_supervisor_runs_n_processes_and_restarts_a_dead_one(workers: Workers) -> None:
     workers.start("--processes", "2", "--worker-id", "fleet")
-    wait_for(lambda: WorkerProcess.objects.count() == 2, timeout=15)
+    wait_for(lambda: WorkerProcess.objects.count() == 2, timeout=40)
     victim = WorkerProcess.objects.get(id="fleet-0")
 
     import os
