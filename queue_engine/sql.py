@@ -201,6 +201,22 @@ WITH q AS (
 SELECT * FROM claimed
 """
 
+# After a lost connection: the rows a claim with this token took if its commit
+# went through unseen, so they run now instead of waiting for their lease.
+RECOVER_CLAIM = """
+SELECT j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff::text,
+       j.flow_id, j.node_key, j.meta::text,
+       CASE WHEN j.flow_id IS NOT NULL THEN (
+           SELECT jsonb_object_agg(r.node_key, r.result)::text
+             FROM queue_engine_flowedge e
+             JOIN queue_engine_jobrecord r ON r.id = e.parent_id
+            WHERE e.child_id = j.id AND r.state = 'succeeded'
+       ) END AS outputs,
+       extract(epoch FROM j.lease_expires_at - j.heartbeat_at)::int AS lock_duration
+  FROM queue_engine_job j
+ WHERE j.state = 'running' AND j.claim_token = %(token)s AND j.lease_owner = %(worker)s
+"""
+
 # How many more jobs of one (queue, group key) may start now; 0 when another
 # claimer holds the key. VOLATILE, so its count sees claims committed after the
 # calling statement began.

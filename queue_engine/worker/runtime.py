@@ -161,8 +161,9 @@ class Worker:
             if not self.outcomes and want == 0:
                 if (self.options.burst and not self.inflight and not self.maybe_more
                         and not self.reserved):
-                    if not await self.leader.promote_due():
-                        self._finish()
+                    promoted = await self.leader.promote_due()
+                    if not promoted and not (self.inflight or self.reserved or self.outcomes):
+                        self._finish()  # re-checked: the other lane may have claimed meanwhile
                         return
                     self.maybe_more = True
                     continue
@@ -228,7 +229,17 @@ class Worker:
             "token": token,
         }
 
+        tries = 0
+
         async def action(conn: psycopg.AsyncConnection) -> list[tuple[Any, ...]]:
+            nonlocal tries
+            tries += 1
+            if tries > 1 and want:
+                # The last try may have committed before its connection broke.
+                cur = await conn.execute(sql.RECOVER_CLAIM, claim)
+                recovered = await cur.fetchall()
+                if recovered:
+                    return recovered
             async with conn.pipeline(), conn.transaction():
                 await batch.execute(conn)
                 claim_cursor = conn.cursor()
@@ -468,8 +479,8 @@ class SettleBatch:
             if name not in ("results", "flow") and cursor.rowcount >= 0 and cursor.rowcount < sent:
                 stale[name] += sent - cursor.rowcount
         for name, count in stale.items():
-            logger.info("%d %s job(s) were no longer ours (cancelled or rescued): left as is",
-                        count, name)
+            logger.info("%d %s job(s) were no longer ours (cancelled, rescued, or settled by "
+                        "a try whose commit went through unseen): left as is", count, name)
 
 
 def changed_outcomes(batch: SettleBatch) -> list[Outcome]:
