@@ -1,4 +1,5 @@
 from queue_engine.models.audit import AuditEvent
+from queue_engine.models.console import ConsoleAccess
 from queue_engine.models.flows import Flow, FlowEdge, FlowState
 from queue_engine.models.jobs import Job, JobRecord, JobState, RecordState
 from queue_engine.models.logs import JobLog
@@ -10,6 +11,7 @@ from queue_engine.models.workers import WorkerProcess
 __all__ = [
     "AuditEvent",
     "ClaimLog",
+    "ConsoleAccess",
     "Flow",
     "FlowEdge",
     "FlowState",

@@ -1,0 +1,1 @@
+"""The operations console: pages, live fragments over websockets, the LISTEN bridge."""

@@ -1,0 +1,210 @@
+"""Websocket consumers that push HTML fragments for htmx to swap out of band.
+
+A hint from the bridge only marks a consumer dirty; at most a few times a
+second it re-reads the database and sends the fragments that may have
+changed. On connect, on a bridge reconnect and when the tab becomes visible
+again it sends everything (the database is the truth, hints get lost). A
+slow timer catches what the engine does not announce (a claim, a promotion).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.contrib.auth.context_processors import PermWrapper
+from django.http import Http404
+from django.template.loader import render_to_string
+from django.utils.html import format_html
+
+from queue_engine.console import queries
+from queue_engine.console.bridge import EVERYONE, OVERVIEW, bridge, job_group
+from queue_engine.console.charts import Trend
+from queue_engine.console.roles import VIEW
+from queue_engine.console.views.job import (
+    detail_context,
+    log_context,
+    outcome_context,
+    state_context,
+)
+from queue_engine.console.views.overview import overview_context
+from queue_engine.console.views.queues import queue_context
+
+FULL = "full"
+
+
+class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
+    """Debounced, visibility-aware fragment pushes; subclasses say what to render."""
+
+    min_interval = 0.3  # seconds between two pushes
+    refresh_every = 5.0  # seconds between pushes with no hint at all
+
+    def live_groups(self) -> list[str]:
+        return [EVERYONE]
+
+    async def setup(self) -> bool:
+        """Read the URL; False closes the socket."""
+        return True
+
+    def render(self, dirty: set[str]) -> str:
+        raise NotImplementedError
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close()
+            return
+        if not await database_sync_to_async(user.has_perm)(VIEW) or not await self.setup():
+            await self.close()
+            return
+        self.visible = True
+        self.dirty: set[str] = set()
+        self.last_push = 0.0
+        self.flusher: asyncio.Task[None] | None = None
+        self.render_context = {
+            "perms": PermWrapper(user),
+            "csrf_token": self.scope.get("cookies", {}).get(settings.CSRF_COOKIE_NAME, ""),
+            "oob": True,
+        }
+        bridge.ensure_started()
+        self.joined = self.live_groups()
+        for group in self.joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+        self.request(FULL)
+        self.ticker = asyncio.create_task(self.tick())
+
+    async def disconnect(self, code: int) -> None:
+        for group in getattr(self, "joined", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+        for task in (getattr(self, "ticker", None), getattr(self, "flusher", None)):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            message = json.loads(text_data or "")
+        except ValueError:
+            return
+        if isinstance(message, dict) and "visible" in message:
+            self.visible = bool(message["visible"])
+            if self.visible:
+                self.request(FULL)
+
+    async def console_hint(self, event: dict[str, Any]) -> None:
+        self.request(str(event.get("kind", "jobs")))
+
+    async def console_resync(self, event: dict[str, Any]) -> None:
+        self.request(FULL)
+
+    def request(self, what: str) -> None:
+        self.dirty.add(what)
+        if self.flusher is None or self.flusher.done():
+            self.flusher = asyncio.create_task(self.flush())
+
+    async def flush(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self.dirty and self.visible:
+            wait = self.last_push + self.min_interval - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            dirty, self.dirty = self.dirty, set()
+            self.last_push = loop.time()
+            html = await database_sync_to_async(self.render)(dirty)
+            if html:
+                await self.send(text_data=html)
+
+    async def tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.refresh_every)
+            if self.visible:
+                self.request("tick")
+
+    def fragment(self, template: str, context: dict[str, Any]) -> str:
+        return render_to_string(template, {**context, **self.render_context})
+
+
+class OverviewConsumer(LiveConsumer):
+    slow_every = 10.0  # seconds between recomputing the sparklines and failure groups
+    slow_at = 0.0
+    trends: dict[str, Trend] | None = None
+
+    def live_groups(self) -> list[str]:
+        return [EVERYONE, OVERVIEW]
+
+    def render(self, dirty: set[str]) -> str:
+        now = time.monotonic()
+        slow = FULL in dirty or self.trends is None or now - self.slow_at >= self.slow_every
+        trends = None if slow else self.trends
+        context = overview_context(trends=trends, failures=slow)
+        parts = ["summary", "queues"]
+        if slow:
+            self.slow_at, self.trends = now, context["trends"]
+            parts.append("failures")
+        return "".join(self.fragment(f"console/overview.html#{p}", context) for p in parts)
+
+
+class QueueConsumer(LiveConsumer):
+    async def setup(self) -> bool:
+        self.queue_name = self.scope["url_route"]["kwargs"]["name"]
+        return True
+
+    def live_groups(self) -> list[str]:
+        return [EVERYONE, OVERVIEW]
+
+    def render(self, dirty: set[str]) -> str:
+        try:
+            context = queue_context(self.queue_name)
+        except Http404:  # the queue is gone: nothing to update
+            return ""
+        return "".join(self.fragment(f"console/queue.html#{p}", context)
+                       for p in ("queue-counts", "queue-badge"))
+
+
+class JobConsumer(LiveConsumer):
+    refresh_every = 2.0
+
+    async def setup(self) -> bool:
+        self.job_id = int(self.scope["url_route"]["kwargs"]["job_id"])
+        self.last_log_id = 0
+        return True
+
+    def live_groups(self) -> list[str]:
+        return [EVERYONE, job_group(self.job_id)]
+
+    def render(self, dirty: set[str]) -> str:
+        job = queries.find_job(self.job_id)
+        if job is None:
+            return format_html(
+                '<section id="job-state" class="panel" hx-swap-oob="true"><h1>Job {} is gone'
+                '</h1><p class="muted">It was removed or pruned from the history.</p></section>',
+                self.job_id,
+            )
+        if FULL in dirty:
+            context = detail_context(job)
+            self.last_log_id = context["last_log_id"]
+            return "".join(self.fragment(f"console/job.html#{p}", context)
+                           for p in ("job-state", "job-result", "job-errors", "log-lines"))
+        parts = [self.fragment("console/job.html#job-state", state_context(job))]
+        if "jobs" in dirty:
+            context = outcome_context(job)
+            parts += [self.fragment(f"console/job.html#{p}", context)
+                      for p in ("job-result", "job-errors")]
+        lines = queries.log_lines_after(self.job_id, self.last_log_id,
+                                        limit=queries.LOG_TAIL + 1)
+        if len(lines) > queries.LOG_TAIL:
+            lines, cut = queries.log_tail(self.job_id)
+            parts.append(self.fragment("console/job.html#log-lines", log_context(lines, cut)))
+        elif lines:
+            parts.append(self.fragment("console/log_append.html", {"log_lines": lines}))
+        if lines:
+            self.last_log_id = lines[-1].id
+        return "".join(parts)

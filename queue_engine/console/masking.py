@@ -1,0 +1,29 @@
+"""Hide the values of secret-looking keys before anything reaches a page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from queue_engine.conf import option
+
+MASK = "********"
+
+
+def masked_words() -> list[str]:
+    return [w.lower() for w in option("CONSOLE_MASKED_KEYS")]
+
+
+def is_secret(key: str, words: list[str]) -> bool:
+    lowered = key.lower()
+    return any(word in lowered for word in words)
+
+
+def mask(value: Any, words: list[str] | None = None) -> Any:
+    """A copy of a JSON value with the value of every secret-looking key replaced, at any depth."""
+    if words is None:
+        words = masked_words()
+    if isinstance(value, dict):
+        return {k: MASK if is_secret(str(k), words) else mask(v, words) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask(v, words) for v in value]
+    return value

@@ -1,0 +1,359 @@
+"""The console's read side: bounded queries, keyset pages, capped counts.
+
+Nothing here counts the whole history table: counts on it stop at a cap, lists
+page by id, and every page's queries run under a statement timeout
+(`CONSOLE_STATEMENT_TIMEOUT`) that turns into a "narrow your filter" message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+from django.db import OperationalError, connection, transaction
+from django.db.models import Min, QuerySet
+from django.db.models.expressions import RawSQL
+from django.utils import timezone
+
+from queue_engine import tracking
+from queue_engine.conf import option
+from queue_engine.models import AuditEvent, Job, JobLog, JobRecord, QueueConfig, WorkerProcess
+
+LIVE_STATES = ("available", "scheduled", "running", "blocked")
+ENDED_STATES = ("succeeded", "failed", "cancelled")
+STATES = LIVE_STATES + ENDED_STATES
+PAGE_SIZE = 50
+LOG_TAIL = 500
+WORKER_ALIVE_AFTER = timedelta(seconds=15)  # workers heartbeat every 5 s at most
+
+# Dead jobs grouped by queue and error class, over the newest %(scan)s only.
+DEAD_GROUPS = """
+SELECT queue, COALESCE(errors->-1->>'class', '') AS error_class, count(*) AS n,
+       max(id) AS last_id, max(finished_at) AS last_at,
+       (array_agg(left(errors->-1->>'message', 300) ORDER BY id DESC))[1] AS last_message,
+       (array_agg(kind ORDER BY id DESC))[1] AS last_kind
+  FROM (SELECT id, queue, kind, errors, finished_at FROM queue_engine_jobrecord
+         WHERE state = 'failed' ORDER BY id DESC LIMIT %(scan)s) AS r
+ GROUP BY 1, 2
+ ORDER BY max(id) DESC
+"""
+
+LAST_ERROR_CLASS = "COALESCE(errors->-1->>'class', '')"
+LAST_ERROR_MESSAGE = "left(errors->-1->>'message', 300)"
+
+
+class NarrowFilter(Exception):
+    """A console query ran past the statement timeout."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message or (
+            "This query took too long on a table this size: narrow the filter "
+            "(a queue, a state or a kind) and try again."
+        ))
+
+
+@contextmanager
+def time_limited() -> Iterator[None]:
+    """Run the block's queries in one transaction under the console's statement timeout."""
+    milliseconds = int(float(option("CONSOLE_STATEMENT_TIMEOUT")) * 1000)
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)",
+                           [str(milliseconds)])
+            yield
+    except OperationalError as exc:
+        if isinstance(exc.__cause__, psycopg.errors.QueryCanceled):
+            raise NarrowFilter from exc
+        raise
+
+
+# --- queues ---------------------------------------------------------------------
+
+
+@dataclass
+class QueueStats:
+    name: str
+    paused: bool = False
+    max_concurrency: int | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    exact: dict[str, bool] = field(default_factory=dict)
+    oldest_available: datetime | None = None
+
+    @property
+    def available(self) -> int:
+        return self.counts.get("available", 0)
+
+    @property
+    def scheduled(self) -> int:
+        return self.counts.get("scheduled", 0)
+
+    @property
+    def running(self) -> int:
+        return self.counts.get("running", 0)
+
+    @property
+    def blocked(self) -> int:
+        return self.counts.get("blocked", 0)
+
+    @property
+    def dead(self) -> int:
+        return self.counts.get("failed", 0)
+
+    @property
+    def dead_capped(self) -> bool:
+        return not self.exact.get("failed", True)
+
+    @property
+    def latency(self) -> timedelta | None:
+        if self.oldest_available is None:
+            return None
+        return max(timezone.now() - self.oldest_available, timedelta(0))
+
+
+def queue_stats(name: str | None = None) -> list[QueueStats]:
+    """Every queue (or one): live depth by state exactly, history capped, oldest waiting job."""
+    stats = []
+    limits = dict(QueueConfig.objects.values_list("name", "max_concurrency"))
+    oldest = Job.objects.filter(state="available")
+    if name is not None:
+        oldest = oldest.filter(queue=name)
+    waiting = dict(oldest.values("queue").annotate(oldest=Min("run_at"))
+                   .values_list("queue", "oldest").order_by())
+    for queue in tracking.queue_counts(name):
+        stats.append(QueueStats(
+            name=queue.queue, paused=queue.paused, max_concurrency=limits.get(queue.queue),
+            counts={s: c.count for s, c in queue.states.items()},
+            exact={s: c.exact for s, c in queue.states.items()},
+            oldest_available=waiting.get(queue.queue),
+        ))
+    return stats
+
+
+def exact_dead_count(queue: str) -> int:
+    """Exact size of one queue's dead letter, for a confirmation (not for page loads)."""
+    return JobRecord.objects.filter(queue=queue, state="failed").count()
+
+
+# --- workers --------------------------------------------------------------------
+
+
+def workers() -> list[WorkerProcess]:
+    return list(WorkerProcess.objects.order_by("host", "pid"))
+
+
+def alive_workers() -> list[WorkerProcess]:
+    since = timezone.now() - WORKER_ALIVE_AFTER
+    return list(WorkerProcess.objects.filter(heartbeat_at__gte=since).order_by("host", "pid"))
+
+
+# --- failures and the dead letter -------------------------------------------------
+
+
+@dataclass
+class FailureGroup:
+    error_class: str
+    message: str
+    count: int
+    last_id: int
+    last_at: datetime | None
+    queues: list[str]
+    kinds: list[str]
+
+
+DIGITS = re.compile(r"\d+")
+
+
+def recent_failures(scan: int = 500, limit: int = 8) -> list[FailureGroup]:
+    """The newest dead jobs grouped by error class and message, most recent group first."""
+    rows = (
+        JobRecord.objects.filter(state="failed")
+        .annotate(error_class=RawSQL(LAST_ERROR_CLASS, []),
+                  error_message=RawSQL(LAST_ERROR_MESSAGE, []))
+        .order_by("-id")
+        .values("id", "queue", "kind", "finished_at", "error_class", "error_message")[:scan]
+    )
+    groups: dict[tuple[str, str], FailureGroup] = {}
+    for row in rows:
+        message = row["error_message"] or ""
+        # "card for order 3 was declined" and "... order 9 ..." are the same failure.
+        key = (row["error_class"] or "", DIGITS.sub("#", message))
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = FailureGroup(key[0], message, 0, row["id"],
+                                               row["finished_at"], [], [])
+        group.count += 1
+        if row["queue"] not in group.queues:
+            group.queues.append(row["queue"])
+        if row["kind"] not in group.kinds:
+            group.kinds.append(row["kind"])
+    return list(groups.values())[:limit]
+
+
+@dataclass
+class DeadGroup:
+    queue: str
+    error_class: str
+    count: int
+    last_id: int
+    last_at: datetime | None
+    last_message: str
+    last_kind: str
+
+
+DEAD_SCAN = 5000
+
+
+def dead_groups(scan: int = DEAD_SCAN) -> tuple[list[DeadGroup], bool]:
+    """Groups over the newest `scan` dead jobs, and whether older dead jobs were left out."""
+    with connection.cursor() as cursor:
+        cursor.execute(DEAD_GROUPS, {"scan": scan + 1})
+        groups = [DeadGroup(*row) for row in cursor.fetchall()]
+    total = sum(g.count for g in groups)
+    return groups, total > scan
+
+
+def dead_group_queryset(queue: str, error_class: str, upto: int) -> QuerySet[JobRecord]:
+    return (
+        JobRecord.objects.filter(queue=queue, state="failed", id__lte=upto)
+        .annotate(error_class=RawSQL(LAST_ERROR_CLASS, []))
+        .filter(error_class=error_class)
+    )
+
+
+def dead_group_batches(queue: str, error_class: str, upto: int,
+                       batch_size: int = 1000) -> Iterator[list[int]]:
+    after = 0
+    while True:
+        ids = list(dead_group_queryset(queue, error_class, upto).filter(id__gt=after)
+                   .order_by("id").values_list("id", flat=True)[:batch_size])
+        if not ids:
+            return
+        after = ids[-1]
+        yield ids
+
+
+# --- jobs -------------------------------------------------------------------------
+
+
+RANGES = {"15m": timedelta(minutes=15), "1h": timedelta(hours=1), "24h": timedelta(days=1),
+          "7d": timedelta(days=7)}
+
+
+@dataclass
+class JobFilters:
+    """The jobs list's filters, read from and written back to the URL."""
+
+    queue: str = ""
+    state: str = ""
+    kind: str = ""
+    q: str = ""
+    range: str = ""
+    payload: str = ""
+    errors: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_query(cls, params: Any) -> JobFilters:
+        state = params.get("state", "").strip()
+        span = params.get("range", "").strip()
+        return cls(
+            queue=params.get("queue", "").strip(),
+            state=state if state in STATES else "",
+            kind=params.get("kind", "").strip(),
+            q=params.get("q", "").strip(),
+            range=span if span in RANGES else "",
+            payload=params.get("payload", "").strip(),
+        )
+
+    @property
+    def active(self) -> bool:
+        return bool(self.queue or self.state or self.kind or self.q or self.range
+                    or self.payload)
+
+    @property
+    def job_id(self) -> int | None:
+        """A search for "123" or "#123" names one job."""
+        text = self.q.removeprefix("#")
+        return int(text) if text.isdigit() and len(text) < 19 else None
+
+    def since(self) -> datetime | None:
+        return timezone.now() - RANGES[self.range] if self.range else None
+
+    def tracking_filter(self) -> tracking.JobFilter:
+        payload = parse_payload_filter(self.payload) if self.payload else None
+        if self.payload and payload is None:
+            self.errors.append('The payload filter must be a JSON object, like {"to": '
+                               '"a@example.com"}; it was left out.')
+        return tracking.JobFilter(
+            queue=self.queue or None,
+            state=self.state or None,  # type: ignore[arg-type]
+            kind=self.kind or None,
+            text=self.q or None,
+            since=self.since(),
+            payload=payload,
+        )
+
+
+def parse_payload_filter(text: str) -> dict[str, Any] | None:
+    """A payload containment filter: a JSON object, or None when the text is not one."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def job_page(filters: JobFilters, before: int | None = None, after: int | None = None,
+             limit: int = PAGE_SIZE) -> tracking.JobPage:
+    """One page of jobs, live and ended together, newest first."""
+    try:
+        return tracking.list_jobs(filters.tracking_filter(), before=before, after=after,
+                                  limit=limit)
+    except tracking.NarrowYourFilter as exc:
+        raise NarrowFilter(str(exc)) from exc
+
+
+def find_job(job_id: int) -> Job | JobRecord | None:
+    return Job.objects.filter(pk=job_id).first() or JobRecord.objects.filter(pk=job_id).first()
+
+
+def job_states(ids: list[int]) -> dict[int, str]:
+    """The current state of each of these jobs that still exists, live or ended."""
+    states = dict(Job.objects.filter(pk__in=ids).values_list("id", "state"))
+    states.update(JobRecord.objects.filter(pk__in=ids).values_list("id", "state"))
+    return states
+
+
+def log_tail(job_id: int, limit: int = LOG_TAIL) -> tuple[list[JobLog], bool]:
+    """The last `limit` log lines of a job in order, and whether older lines were left out."""
+    lines = list(JobLog.objects.filter(job_id=job_id).order_by("-id")[:limit + 1])
+    cut = len(lines) > limit
+    lines = lines[:limit]
+    lines.reverse()
+    return lines, cut
+
+
+def log_lines_after(job_id: int, after_id: int, limit: int = LOG_TAIL) -> list[JobLog]:
+    return list(JobLog.objects.filter(job_id=job_id, id__gt=after_id).order_by("id")[:limit])
+
+
+# --- audit ------------------------------------------------------------------------
+
+
+def audit_page(before: int | None, actor: str = "", action: str = "",
+               limit: int = PAGE_SIZE) -> tuple[list[AuditEvent], int | None]:
+    qs = AuditEvent.objects.order_by("-id")
+    if before is not None:
+        qs = qs.filter(id__lt=before)
+    if actor:
+        qs = qs.filter(actor=actor)
+    if action:
+        qs = qs.filter(action=action)
+    events = list(qs[:limit + 1])
+    older = events[limit - 1].id if len(events) > limit else None
+    return events[:limit], older

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from queue_engine.console.views import (
+    audit,
+    auth,
+    dead,
+    job,
+    jobs,
+    overview,
+    queues,
+    schedules,
+    workers,
+)
+
+app_name = "console"
+
+urlpatterns = [
+    path("", overview.overview, name="overview"),
+    path("login/", auth.login, name="login"),
+    path("logout/", auth.logout, name="logout"),
+    path("jobs/", jobs.jobs, name="jobs"),
+    path("jobs/bulk/", jobs.bulk, name="bulk"),
+    path("jobs/<int:job_id>/", job.job_detail, name="job"),
+    path("dead/", dead.dead, name="dead"),
+    path("dead/group/", dead.dead_group_action, name="dead_group"),
+    path("schedules/", schedules.schedules, name="schedules"),
+    path("schedules/action/", schedules.schedule_action, name="schedule_action"),
+    path("workers/", workers.workers, name="workers"),
+    path("audit/", audit.audit, name="audit"),
+    # Queue names may hold any character, "/" included: the action routes come first.
+    path("queues/<path:name>/redrive/", queues.redrive, name="queue_redrive"),
+    path("queues/<path:name>/pause/", queues.pause, name="queue_pause"),
+    path("queues/<path:name>/resume/", queues.resume, name="queue_resume"),
+    path("queues/<path:name>/", queues.queue, name="queue"),
+]

@@ -1,0 +1,1 @@
+"""One module per console page; each view checks access itself (see `access`)."""

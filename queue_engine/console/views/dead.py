@@ -1,0 +1,60 @@
+"""The dead letter, grouped by queue and error class; redrive or remove a whole group."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from queue_engine import ops
+from queue_engine.console import queries
+from queue_engine.console.access import operator_required, viewer_required
+from queue_engine.console.views.params import int_param
+
+GROUP_ACTIONS = {
+    "redrive": ("Redrive", "go back to their queue with fresh attempts", "redriven"),
+    "remove": ("Remove", "are deleted for good", "removed"),
+}
+
+
+@viewer_required
+def dead(request: HttpRequest) -> HttpResponse:
+    groups, truncated = queries.dead_groups()
+    return render(request, "console/dead.html", {
+        "page": "dead", "groups": groups, "truncated": truncated, "scan": queries.DEAD_SCAN,
+        "upto": max((g.last_id for g in groups), default=0),
+        "group_buttons": [("redrive", "Redrive…"), ("remove", "Remove…")],
+    })
+
+
+@operator_required
+def dead_group_action(request: HttpRequest) -> HttpResponse:
+    back = reverse("console:dead")
+    action = request.POST.get("action", "")
+    queue = request.POST.get("queue", "")
+    error_class = request.POST.get("error_class", "")
+    upto = int_param(request.POST, "upto")
+    if action not in GROUP_ACTIONS or not queue or upto is None:
+        messages.error(request, "That group action was incomplete: use the buttons on this page.")
+        return redirect(back)
+    verb, effect, done_word = GROUP_ACTIONS[action]
+    if request.POST.get("confirm") != "yes":
+        try:
+            with queries.time_limited():
+                count = queries.dead_group_queryset(queue, error_class, upto).count()
+        except queries.NarrowFilter as exc:
+            messages.error(request, str(exc))
+            return redirect(back)
+        return render(request, "console/confirm_group.html", {
+            "page": "dead", "verb": verb, "effect": effect, "count": count, "queue": queue,
+            "error_class": error_class, "upto": upto, "action": action, "back": back,
+        })
+    done = 0
+    run = ops.redrive_jobs if action == "redrive" else ops.remove_jobs
+    for ids in queries.dead_group_batches(queue, error_class, upto):
+        done += run(ids, actor=request.user)
+    noun = "job" if done == 1 else "jobs"
+    messages.success(request, f"{done} dead {noun} of {queue} ({error_class or 'no error'}) "
+                              f"{done_word}.")
+    return redirect(back)

@@ -1,0 +1,102 @@
+"""One queue: depth by state, dead letter, configuration, pause/resume, redrive all."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from queue_engine import ops
+from queue_engine.console import charts, queries
+from queue_engine.console.access import operator_required, viewer_required
+from queue_engine.models import GroupLimit, QueueConfig
+
+
+def queue_action(name: str) -> Callable[..., Any] | None:
+    """pause_queue / resume_queue from `ops_queues`, where the queue-control work lives."""
+    try:
+        module = importlib.import_module("queue_engine.ops_queues")
+    except ImportError:
+        return None
+    return getattr(module, name, None)
+
+
+def queue_context(name: str) -> dict[str, Any]:
+    stats = queries.queue_stats(name)
+    config = QueueConfig.objects.filter(name=name).first()
+    if not stats and config is None:
+        raise Http404(f"There is no queue named {name!r}.")
+    return {
+        "queue": stats[0] if stats else queries.QueueStats(name),
+        "config": config,
+    }
+
+
+@viewer_required
+def queue(request: HttpRequest, name: str) -> HttpResponse:
+    context = queue_context(name)
+    recent = queries.job_page(queries.JobFilters(queue=name), limit=10)
+    window = request.GET.get("window", "1h")
+    if window not in charts.WINDOWS:
+        window = "1h"
+    throughput_chart, latency_chart = charts.queue_charts(name, window)
+    return render(request, "console/queue.html", {
+        "page": "overview",
+        **context,
+        "window": window,
+        "windows": list(charts.WINDOWS),
+        "throughput_chart": throughput_chart,
+        "latency_chart": latency_chart,
+        "group_limits": GroupLimit.objects.filter(queue=name).order_by("group_key"),
+        "recent": recent.jobs,
+        "can_pause": queue_action("pause_queue") is not None,
+    })
+
+
+@operator_required
+def redrive(request: HttpRequest, name: str) -> HttpResponse:
+    back = reverse("console:queue", args=[name])
+    if request.POST.get("confirm") != "yes":
+        try:
+            with queries.time_limited():
+                count = queries.exact_dead_count(name)
+        except queries.NarrowFilter as exc:
+            messages.error(request, str(exc))
+            return redirect(back)
+        return render(request, "console/confirm_queue.html", {
+            "page": "overview", "name": name, "count": count, "back": back,
+        })
+    done = ops.redrive_queue(name, actor=request.user)
+    noun = "job" if done == 1 else "jobs"
+    messages.success(request, f"{done} dead {noun} of {name} redriven.")
+    return redirect(back)
+
+
+@operator_required
+def pause(request: HttpRequest, name: str) -> HttpResponse:
+    return _toggle(request, name, "pause_queue", "paused: workers take no new jobs from it")
+
+
+@operator_required
+def resume(request: HttpRequest, name: str) -> HttpResponse:
+    return _toggle(request, name, "resume_queue", "resumed")
+
+
+def _toggle(request: HttpRequest, name: str, function: str, done: str) -> HttpResponse:
+    back = reverse("console:queue", args=[name])
+    action = queue_action(function)
+    if action is None:
+        messages.error(request, "Pausing queues is not available in this version.")
+        return redirect(back)
+    try:
+        action(name, actor=request.user)
+    except ops.OpsError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Queue {name} {done}.")
+    return redirect(back)

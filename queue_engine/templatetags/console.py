@@ -1,0 +1,115 @@
+"""Template filters for the console: times, durations, JSON. Every output is escaped."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from django import template
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from queue_engine.console.masking import mask
+
+register = template.Library()
+
+
+def relative(moment: datetime, now: datetime | None = None) -> str:
+    seconds = ((now or timezone.now()) - moment).total_seconds()
+    ago, seconds = seconds >= 0, abs(seconds)
+    if seconds < 5:
+        return "just now" if ago else "in a moment"
+    if seconds < 60:
+        text = f"{int(seconds)} s"
+    elif seconds < 3600:
+        text = f"{int(seconds // 60)} min"
+    elif seconds < 86400:
+        text = f"{int(seconds // 3600)} h"
+    else:
+        text = f"{int(seconds // 86400)} d"
+    return f"{text} ago" if ago else f"in {text}"
+
+
+@register.filter
+def reltime(moment: datetime | str | None) -> SafeString | str:
+    """A relative time ("3 min ago") with the absolute time on hover; console.js keeps it fresh."""
+    if isinstance(moment, str):
+        parsed = parse_datetime(moment)
+        if parsed is None:
+            return moment
+        moment = parsed
+    if moment is None:
+        return "—"
+    absolute = moment.astimezone(timezone.get_current_timezone())
+    return format_html(
+        '<time class="rel" datetime="{}" title="{}">{}</time>',
+        moment.isoformat(),
+        absolute.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        relative(moment),
+    )
+
+
+@register.filter
+def duration(value: timedelta | float | int | None) -> str:
+    if value is None:
+        return "—"
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if seconds < 0:
+        seconds = 0.0
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = int(seconds)
+    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "min", 60),
+                                      ("min", 60, "s", 1)):
+        if whole >= size:
+            rest = whole % size // sub_size
+            return f"{whole // size} {unit}" + (f" {rest} {sub}" if rest else "")
+    return f"{whole} s"
+
+
+@register.filter
+def since(moment: datetime | None) -> timedelta | None:
+    if moment is None:
+        return None
+    return timezone.now() - moment
+
+
+@register.filter
+def masked_json(value: Any) -> str:
+    """Pretty JSON with secret-looking keys masked (a plain string: the template escapes it)."""
+    return json.dumps(mask(value), indent=2, ensure_ascii=False, default=str)
+
+
+@register.filter
+def percent(fraction: float | None) -> int:
+    if fraction is None:
+        return 0
+    return max(0, min(100, round(fraction * 100)))
+
+
+@register.filter
+def short_class(path: str | None) -> str:
+    """`builtins.ValueError` as `ValueError`; the full path goes in a title attribute."""
+    if not path:
+        return ""
+    return path.rsplit(".", 1)[-1]
+
+
+@register.filter
+def get(mapping: dict[str, Any], key: str) -> Any:
+    return mapping.get(key)
+
+
+LEVELS = {"warning": "warn", "critical": "crit", "error": "error", "info": "info",
+          "debug": "debug"}
+
+
+@register.filter
+def log_level(level: str | None) -> str:
+    """A log line's level in at most five letters ("warn"), or "log" when it has none."""
+    return LEVELS.get((level or "").lower(), (level or "log")[:5])

@@ -1,0 +1,178 @@
+/* jobsite console: theme, keyboard, relative times, row selection, live log, websocket visibility.
+   Loaded in <head> without defer so the theme is set before the first paint. */
+(function () {
+  "use strict";
+
+  var THEME_KEY = "jobsite-console-theme";
+  var root = document.documentElement;
+
+  // --- theme: "auto" follows the system; "light" and "dark" are stored ------------------
+  function storedTheme() {
+    try { return localStorage.getItem(THEME_KEY) || "auto"; } catch (e) { return "auto"; }
+  }
+  function applyTheme(theme) {
+    if (theme === "light" || theme === "dark") root.setAttribute("data-theme", theme);
+    else root.removeAttribute("data-theme");
+    var label = { auto: "Auto", light: "Light", dark: "Dark" }[theme] || "Auto";
+    document.querySelectorAll("[data-theme-toggle]").forEach(function (button) {
+      var text = button.querySelector(".theme-label");
+      if (text) text.textContent = label;
+      button.title = theme === "auto" ? "Theme: follows the system (t)" : "Theme: " + label.toLowerCase() + " (t)";
+    });
+  }
+  function cycleTheme() {
+    var next = { auto: "light", light: "dark", dark: "auto" }[storedTheme()] || "auto";
+    try {
+      if (next === "auto") localStorage.removeItem(THEME_KEY);
+      else localStorage.setItem(THEME_KEY, next);
+    } catch (e) { /* private mode: the choice lasts for this page only */ }
+    applyTheme(next);
+  }
+  applyTheme(storedTheme());
+
+  // --- relative times: server renders them, we keep them fresh ----------------------------
+  function relative(date) {
+    var seconds = (Date.now() - date.getTime()) / 1000;
+    var ago = seconds >= 0;
+    seconds = Math.abs(seconds);
+    var text;
+    if (seconds < 5) return ago ? "just now" : "in a moment";
+    if (seconds < 60) text = Math.floor(seconds) + " s";
+    else if (seconds < 3600) text = Math.floor(seconds / 60) + " min";
+    else if (seconds < 86400) text = Math.floor(seconds / 3600) + " h";
+    else text = Math.floor(seconds / 86400) + " d";
+    return ago ? text + " ago" : "in " + text;
+  }
+  function refreshTimes(scope) {
+    (scope || document).querySelectorAll("time.rel[datetime]").forEach(function (el) {
+      var date = new Date(el.getAttribute("datetime"));
+      if (!isNaN(date)) el.textContent = relative(date);
+    });
+  }
+
+  // --- keyboard ---------------------------------------------------------------------------
+  var pendingG = 0;
+  function typing(target) {
+    return target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+  }
+  function focusSearch() {
+    var field = document.querySelector("main [data-search]") || document.querySelector("[data-search]");
+    if (field) { field.focus(); field.select(); }
+  }
+  function showShortcuts() {
+    var dialog = document.getElementById("shortcuts-dialog");
+    if (dialog && !dialog.open) dialog.showModal();
+  }
+  document.addEventListener("keydown", function (event) {
+    if (event.metaKey || event.ctrlKey || event.altKey) return;
+    if (event.key === "Escape" && typing(event.target)) { event.target.blur(); return; }
+    if (typing(event.target)) return;
+    if (pendingG && Date.now() - pendingG < 1200) {
+      pendingG = 0;
+      var link = document.querySelector('.nav a[data-key="' + event.key + '"]');
+      if (link) { event.preventDefault(); link.click(); }
+      return;
+    }
+    if (event.key === "/") { event.preventDefault(); focusSearch(); }
+    else if (event.key === "?") { event.preventDefault(); showShortcuts(); }
+    else if (event.key === "g") { pendingG = Date.now(); }
+    else if (event.key === "t") { cycleTheme(); }
+  });
+
+  // --- row selection for bulk actions -------------------------------------------------------
+  function updateSelection(form) {
+    var boxes = form.querySelectorAll('input[name="ids"]');
+    var checked = form.querySelectorAll('input[name="ids"]:checked');
+    boxes.forEach(function (box) {
+      var row = box.closest("tr");
+      if (row) row.classList.toggle("selected", box.checked);
+    });
+    var all = form.querySelector("[data-select-all]");
+    if (all) {
+      all.checked = boxes.length > 0 && checked.length === boxes.length;
+      all.indeterminate = checked.length > 0 && checked.length < boxes.length;
+    }
+    var count = form.querySelector("[data-selected-count]");
+    if (count) {
+      count.textContent = checked.length === 0 ? "Select jobs to act on them"
+        : checked.length + (checked.length === 1 ? " job selected" : " jobs selected");
+    }
+    var matching = form.querySelector("[data-all-matching]");
+    var everything = matching && matching.checked;
+    if (everything && count) count.textContent = "Every job that matches this filter";
+    form.querySelectorAll("[data-needs-selection]").forEach(function (button) {
+      button.disabled = checked.length === 0 && !everything;
+    });
+  }
+  document.addEventListener("change", function (event) {
+    var form = event.target.closest && event.target.closest("form[data-bulk]");
+    if (!form) return;
+    if (event.target.hasAttribute("data-select-all")) {
+      form.querySelectorAll('input[name="ids"]').forEach(function (box) { box.checked = event.target.checked; });
+    }
+    updateSelection(form);
+  });
+
+  // --- live log: follow the tail only while the reader is at the bottom ---------------------
+  function watchLog(log) {
+    if (log.dataset.watched) return;
+    log.dataset.watched = "1";
+    var atBottom = true;
+    log.scrollTop = log.scrollHeight;
+    log.addEventListener("scroll", function () {
+      atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 24;
+    });
+    new MutationObserver(function () {
+      if (atBottom) log.scrollTop = log.scrollHeight;
+    }).observe(log, { childList: true, subtree: true });
+  }
+  document.addEventListener("click", function (event) {
+    var copy = event.target.closest && event.target.closest("[data-copy-log]");
+    if (copy) {
+      var log = document.getElementById(copy.getAttribute("data-copy-log"));
+      if (!log || !navigator.clipboard) return;
+      var text = Array.from(log.querySelectorAll(".log-line .text")).map(function (el) {
+        return el.textContent;
+      }).join("\n");
+      navigator.clipboard.writeText(text).then(function () {
+        var label = copy.textContent;
+        copy.textContent = "Copied";
+        setTimeout(function () { copy.textContent = label; }, 1200);
+      });
+      return;
+    }
+    if (event.target.closest && event.target.closest("[data-theme-toggle]")) cycleTheme();
+    if (event.target.closest && event.target.closest("[data-shortcuts]")) showShortcuts();
+  });
+
+  // --- websockets: mark live, pause while the tab is hidden -------------------------------
+  var sockets = [];
+  document.addEventListener("htmx:wsOpen", function (event) {
+    var wrapper = event.detail.socketWrapper;
+    if (sockets.indexOf(wrapper) < 0) sockets.push(wrapper);
+    if (document.hidden) wrapper.send(JSON.stringify({ visible: false }));
+    document.querySelectorAll("[data-live]").forEach(function (el) { el.classList.add("on"); el.title = "Live"; });
+  });
+  document.addEventListener("htmx:wsClose", function () {
+    document.querySelectorAll("[data-live]").forEach(function (el) { el.classList.remove("on"); el.title = "Reconnecting"; });
+  });
+  document.addEventListener("visibilitychange", function () {
+    var message = JSON.stringify({ visible: !document.hidden });
+    sockets.forEach(function (wrapper) {
+      try { wrapper.send(message); } catch (e) { /* closed: it catches up when it reconnects */ }
+    });
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () { refreshTimes(); });
+
+  function init(scope) {
+    refreshTimes(scope);
+    document.querySelectorAll("form[data-bulk]").forEach(updateSelection);
+    document.querySelectorAll("[data-follow]").forEach(watchLog);
+    applyTheme(storedTheme());
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    init(document);
+    setInterval(refreshTimes, 10000);
+  });
+  document.addEventListener("htmx:afterSettle", function () { init(document); });
+})();

@@ -1,0 +1,23 @@
+"""Job kinds the browser tests run on a real worker."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from queue_engine import job
+
+
+@job(kind="browser.log_on_signal", queue="browser")
+def log_on_signal(ctx: Any, go: str, done: str, line: str) -> str:
+    """Wait for the file `go`, print `line`, then wait for `done` (at most 30 s)."""
+    deadline = time.monotonic() + 30
+    ctx.progress(0.1, "waiting for the signal")
+    while not Path(go).exists() and time.monotonic() < deadline:
+        ctx.sleep(0.02)
+    print(line)
+    ctx.progress(0.9, "signalled")
+    while not Path(done).exists() and time.monotonic() < deadline:
+        ctx.sleep(0.05)
+    return "done"

@@ -1,0 +1,167 @@
+"""The console in headless Chromium, against a live daphne and a real worker."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from queue_engine.models import Job, JobLog, JobRecord
+from tests import console_data
+from tests.browser import jobs as browser_jobs
+from tests.browser.conftest import JOB_MODULES, Server, screenshot
+from tests.workers import Workers, wait_for
+
+PAGES = {
+    "overview": "/",
+    "jobs": "/jobs/",
+    "dead": "/dead/",
+    "schedules": "/schedules/",
+    "workers": "/workers/",
+    "audit": "/audit/",
+    "queue": "/queues/emails/",
+}
+
+
+def test_bulk_retry_states_the_exact_count_and_the_jobs_run(
+        new_page: Any, server: Server, workers: Workers) -> None:
+    dead = [console_data.record("failed", queue="default", kind="tests.noop",
+                                errors=[console_data.error(1, "builtins.ValueError", "boom")])
+            for _ in range(3)]
+    console_data.record("succeeded", queue="default", kind="tests.noop")
+    workers.start("--concurrency", "2")
+    page = new_page("operator")
+
+    page.goto(server.url + "/jobs/?state=failed")
+    page.check("[data-select-all]")
+    assert page.inner_text("[data-selected-count]") == "3 jobs selected"
+    page.click("button[value=retry]")
+    heading = page.inner_text("h1")
+    page.click("button[type=submit]:has-text('Retry 3 jobs')")
+    flash = page.inner_text(".flash")
+
+    assert heading == "Retry 3 jobs?"
+    assert flash == "3 jobs retried."
+    wait_for(lambda: JobRecord.objects.filter(pk__in=[r.id for r in dead],
+                                              state="succeeded").count() == 3,
+             timeout=20, message="the retried jobs to succeed")
+    assert not page.errors
+
+
+WATCH_FOR_MARKER = """
+new MutationObserver((_, observer) => {
+  const line = [...document.querySelectorAll("#log-lines .log-line")]
+    .find(el => el.textContent.includes("marker"));
+  if (line) { window.markerShownAt = Date.now(); observer.disconnect(); }
+}).observe(document.getElementById("job-log"), {childList: true, subtree: true});
+"""
+
+
+def test_a_log_line_shows_within_a_second(new_page: Any, server: Server, workers: Workers,
+                                          tmp_path: Path) -> None:
+    go, done = tmp_path / "go", tmp_path / "done"
+    job = browser_jobs.log_on_signal.enqueue(go=str(go), done=str(done),
+                                             line="the <em>marker</em> line")
+    workers.start("--queues", "browser", env={"JOBSITE_JOB_MODULES": JOB_MODULES})
+    wait_for(lambda: Job.objects.filter(pk=job.id, state="running").exists(), timeout=20,
+             message="the job to start")
+    page = new_page("viewer")
+    page.goto(f"{server.url}/jobs/{job.id}/")
+    page.wait_for_selector("[data-live].on")
+    page.evaluate(WATCH_FOR_MARKER)
+
+    go.touch()
+    page.wait_for_function("window.markerShownAt", timeout=10000)
+    written = JobLog.objects.get(job_id=job.id, text__contains="marker").at
+    shown_after = page.evaluate("window.markerShownAt") / 1000 - written.timestamp()
+
+    assert shown_after < 1.0, f"the log line showed {shown_after:.2f}s after the job wrote it"
+    assert page.inner_text("#log-lines .log-line .text") == "the <em>marker</em> line"
+    screenshot(page, "job-live-light")
+    done.touch()
+    page.wait_for_selector("#job-state-badge.s-succeeded", timeout=10000)
+    assert not page.errors
+
+
+def test_pausing_a_queue_stops_claims_until_resumed(new_page: Any, server: Server,
+                                                    workers: Workers) -> None:
+    from tests import jobs
+
+    jobs.noop.enqueue()  # creates the queue
+    workers.start("--concurrency", "2")
+    page = new_page("operator")
+    page.goto(server.url + "/queues/default/")
+
+    page.click("button:has-text('Pause')")
+    page.wait_for_selector("#queue-badge .s-paused")
+    held = jobs.noop.enqueue()
+    time.sleep(1.5)
+    still_waiting = Job.objects.filter(pk=held.id, state="available").exists()
+    page.click("button:has-text('Resume')")
+
+    assert still_waiting
+    wait_for(lambda: JobRecord.objects.filter(pk=held.id, state="succeeded").exists(),
+             timeout=15, message="the held job to run after resume")
+    assert not page.errors
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_page_in_light_and_dark(new_page: Any, server: Server, scheme: str) -> None:
+    data = console_data.seed()
+    console_data.history()
+    page = new_page("operator", color_scheme=scheme)
+    pages = {**PAGES, "job": f"/jobs/{data.running.id}/", "dead-job": f"/jobs/{data.dead[-1].id}/"}
+
+    for name, url in pages.items():
+        page.goto(server.url + url)
+        page.wait_for_load_state("networkidle")
+        screenshot(page, f"{name}-{scheme}")
+    page.goto(server.url + "/jobs/")
+    page.check("[data-select-all]")
+    page.click("button[value=retry]")
+    screenshot(page, f"confirm-{scheme}")
+    page.goto(server.url + "/jobs/?state=failed")
+    page.check("[data-all-matching]")
+    page.click("button[value=redrive]")
+    screenshot(page, f"confirm-matching-{scheme}")
+
+    assert not page.errors
+
+
+def test_narrow_window(new_page: Any, server: Server) -> None:
+    data = console_data.seed()
+    page = new_page("operator", viewport={"width": 390, "height": 844})
+
+    urls = {"overview": "/", "jobs": "/jobs/", "job": f"/jobs/{data.running.id}/"}
+    for name, url in urls.items():
+        page.goto(server.url + url)
+        page.wait_for_load_state("networkidle")
+        screenshot(page, f"{name}-narrow")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"{name} scrolls sideways ({width}px)"
+
+
+def test_keyboard_shortcuts_and_theme_toggle(new_page: Any, server: Server) -> None:
+    page = new_page("viewer", color_scheme="light")
+    page.goto(server.url + "/jobs/")
+
+    page.keyboard.press("/")
+    focused = page.evaluate("document.activeElement.id")
+    page.keyboard.press("Escape")
+    page.keyboard.press("?")
+    dialog_open = page.is_visible("#shortcuts-dialog")
+    page.keyboard.press("Escape")
+    page.click("[data-theme-toggle]")  # auto -> light
+    page.click("[data-theme-toggle]")  # light -> dark
+    page.reload()
+    theme = page.evaluate("document.documentElement.dataset.theme")
+    page.keyboard.press("g")
+    page.keyboard.press("w")
+    page.wait_for_url(server.url + "/workers/")
+
+    assert focused == "f-q"
+    assert dialog_open
+    assert theme == "dark"
+    screenshot(page, "shortcuts-dark")

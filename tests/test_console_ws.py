@@ -1,0 +1,193 @@
+"""The console's websockets: who may connect, and hints from Postgres arriving as fragments."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import Group, User
+from django.db import connection
+from django.test import Client
+
+from jobsite.asgi import application
+from queue_engine import ops, sql
+from queue_engine.console.bridge import bridge, messages_for
+from queue_engine.console.roles import ensure_roles
+from queue_engine.models import Job, JobLog
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORIGIN = (b"origin", b"http://testserver")
+
+
+@pytest.fixture
+async def stop_bridge() -> AsyncIterator[None]:
+    yield
+    await bridge.stop()
+
+
+@pytest.fixture
+async def live_bridge(stop_bridge: None) -> None:
+    """The bridge listening before any socket opens, so its first catch-up reaches nobody."""
+    bridge.ensure_started()
+    await asyncio.wait_for(bridge.connected.wait(), 5)
+
+
+@pytest.fixture
+def session_cookie(transactional_db: None) -> Callable[[str | None], bytes]:
+    ensure_roles()
+
+    def login(role: str | None) -> bytes:
+        user = User.objects.create_user(f"ws-{role}")
+        if role:
+            user.groups.add(Group.objects.get(name=role))
+        client = Client()
+        client.force_login(user)
+        return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+    return login
+
+
+def socket(path: str, *headers: tuple[bytes, bytes]) -> WebsocketCommunicator:
+    return WebsocketCommunicator(application, path, headers=[ORIGIN, *headers])
+
+
+async def receive_until(communicator: WebsocketCommunicator, needle: str,
+                        timeout: float = 5.0) -> str:
+    """Messages until one contains `needle`; fails after `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    seen = []
+    while (left := deadline - loop.time()) > 0:
+        try:
+            message = await communicator.receive_from(timeout=left)
+        except TimeoutError:
+            break
+        if needle in message:
+            return message
+        seen.append(message[:200])
+    raise AssertionError(f"no message with {needle!r} within {timeout}s; got {seen}")
+
+
+def notify(payload: dict[str, object]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql.NOTIFY_EVENT, [json.dumps(payload)])
+
+
+async def test_anonymous_sockets_are_refused(stop_bridge: None) -> None:
+    communicator = socket("/ws/overview/")
+
+    connected, _ = await communicator.connect()
+
+    assert not connected
+
+
+async def test_users_without_a_console_role_are_refused(session_cookie, stop_bridge) -> None:  # type: ignore[no-untyped-def]
+    cookie = await database_sync_to_async(session_cookie)(None)
+    communicator = socket("/ws/overview/", (b"cookie", cookie))
+
+    connected, _ = await communicator.connect()
+
+    assert not connected
+
+
+async def test_other_sites_cannot_open_a_socket(session_cookie, stop_bridge) -> None:  # type: ignore[no-untyped-def]
+    cookie = await database_sync_to_async(session_cookie)("viewer")
+    communicator = WebsocketCommunicator(application, "/ws/overview/", headers=[
+        (b"origin", b"http://evil.example"), (b"cookie", cookie)])
+
+    connected, _ = await communicator.connect()
+
+    assert not connected
+
+
+async def test_a_job_socket_catches_up_on_connect(session_cookie, stop_bridge) -> None:  # type: ignore[no-untyped-def]
+    cookie = await database_sync_to_async(session_cookie)("viewer")
+    job = await Job.objects.acreate(kind="tests.noop", queue="ws", name="catch me up")
+    communicator = socket(f"/ws/jobs/{job.id}/", (b"cookie", cookie))
+
+    connected, _ = await communicator.connect()
+    message = await receive_until(communicator, 'id="job-state"')
+
+    assert connected
+    assert 'hx-swap-oob="true"' in message
+    assert "catch me up" in message
+    assert 'id="log-lines"' in message
+    await communicator.disconnect()
+
+
+async def test_a_log_hint_appends_the_new_lines(session_cookie, live_bridge) -> None:  # type: ignore[no-untyped-def]
+    cookie = await database_sync_to_async(session_cookie)("viewer")
+    job = await Job.objects.acreate(kind="tests.noop", queue="ws", state="running")
+    communicator = socket(f"/ws/jobs/{job.id}/", (b"cookie", cookie))
+    await communicator.connect()
+    await receive_until(communicator, 'id="job-state"')
+
+    await JobLog.objects.acreate(job_id=job.id, attempt=1, seq=1, stream="stderr",
+                                 text="<b>disk</b> almost full")
+    await database_sync_to_async(notify)({"type": "log", "ids": [job.id]})
+    message = await receive_until(communicator, "almost full")
+
+    assert 'hx-swap-oob="beforeend"' in message
+    assert "&lt;b&gt;disk&lt;/b&gt; almost full" in message
+    assert 'class="log-line stream-stderr stderr"' in message
+    await communicator.disconnect()
+
+
+async def test_an_operator_action_updates_the_job_state(session_cookie, live_bridge) -> None:  # type: ignore[no-untyped-def]
+    cookie = await database_sync_to_async(session_cookie)("operator")
+    job = await Job.objects.acreate(kind="tests.noop", queue="ws")
+    communicator = socket(f"/ws/jobs/{job.id}/", (b"cookie", cookie))
+    await communicator.connect()
+    await receive_until(communicator, 'id="job-state"')
+
+    await database_sync_to_async(ops.cancel_job)(job.id, actor="someone")
+    message = await receive_until(communicator, "s-cancelled")
+
+    assert 'id="job-state"' in message
+    assert "cancelled by someone" in message  # the attempts section came too
+    assert 'value="redrive"' in message  # operators get the actions that now apply
+    await communicator.disconnect()
+
+
+async def test_overview_counters_follow_enqueues(session_cookie, live_bridge) -> None:  # type: ignore[no-untyped-def]
+    cookie = await database_sync_to_async(session_cookie)("viewer")
+    communicator = socket("/ws/overview/", (b"cookie", cookie))
+    await communicator.connect()
+    await receive_until(communicator, 'id="queues"')
+
+    await Job.objects.acreate(kind="tests.noop", queue="brand-new-queue")
+    message = await receive_until(communicator, "brand-new-queue")
+
+    assert 'id="summary"' in message
+    await communicator.disconnect()
+
+
+async def test_hidden_tabs_get_nothing_until_visible_again(session_cookie, live_bridge) -> None:  # type: ignore[no-untyped-def]
+    cookie = await database_sync_to_async(session_cookie)("viewer")
+    communicator = socket("/ws/overview/", (b"cookie", cookie))
+    await communicator.connect()
+    await receive_until(communicator, 'id="queues"')
+
+    await communicator.send_to(text_data=json.dumps({"visible": False}))
+    await asyncio.sleep(0.05)
+    await Job.objects.acreate(kind="tests.noop", queue="while-hidden")
+    assert await communicator.receive_nothing(timeout=1.0)
+    await communicator.send_to(text_data=json.dumps({"visible": True}))
+
+    assert "while-hidden" in await receive_until(communicator, "while-hidden")
+    await communicator.disconnect()
+
+
+def test_notifications_map_to_groups() -> None:
+    assert messages_for("qe_wake", "emails") == [
+        ("qe.overview", {"type": "console.hint", "kind": "jobs"})]
+    assert [g for g, _ in messages_for("qe_events", '{"type": "log", "ids": [4, 5]}')] == [
+        "qe.job.4", "qe.job.5"]
+    assert [g for g, _ in messages_for("qe_events", '{"type": "jobs", "ids": [4]}')] == [
+        "qe.job.4", "qe.overview"]
+    assert messages_for("qe_events", "not json") == []
