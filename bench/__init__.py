@@ -11,10 +11,10 @@ from typing import Any
 
 
 def __getattr__(name: str) -> Any:
-    # Makes the kind "bench.noop" resolvable by dotted path in any process (a worker, say),
-    # without importing Django at `import bench`.
-    if name == "noop":
-        from bench.jobs import noop
+    # Makes the kinds "bench.noop", "bench.async_noop" and "bench.flaky" resolvable by
+    # dotted path in any process (a worker, say), without importing Django at `import bench`.
+    if name in ("noop", "async_noop", "flaky"):
+        from bench import jobs
 
-        return noop
+        return getattr(jobs, name)
     raise AttributeError(name)

@@ -4,6 +4,10 @@ It has its own minimal table, `bench_baseline_job`, in the benchmark database, w
 a claim index, a dedup index and a statement-level trigger that sends one NOTIFY per
 queue that got runnable jobs, like queue_engine's. No Django, no validation beyond
 `json.dumps`.
+
+The multi-row INSERTs use a RawCursor ($1, $2 ... placeholders): psycopg caches its
+parse of a %s query only up to 4 KB, and re-parsing a 3,000-placeholder statement in
+Python each time would make the baseline measure psycopg rather than Postgres.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ CREATE TABLE IF NOT EXISTS bench_baseline_job (
     attempt     integer NOT NULL DEFAULT 0,
     dedup_key   varchar(255),
     run_at      timestamptz NOT NULL DEFAULT now(),
-    created_at  timestamptz NOT NULL DEFAULT now()
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    claimed_at  timestamptz  -- set by bench/worker_baseline.py's claim
 );
 CREATE INDEX IF NOT EXISTS bench_baseline_job_claim
     ON bench_baseline_job (queue, priority DESC, run_at, id) WHERE state = 'available';
@@ -79,7 +84,7 @@ def insert_batched(
     conn: psycopg.Connection[Any], queue: str, kind: str, payloads: Payloads
 ) -> None:
     """One transaction of multi-row INSERTs of BATCH rows each."""
-    with conn.transaction(), conn.cursor() as cur:
+    with conn.transaction(), psycopg.RawCursor(conn) as cur:
         for chunk in _chunks(payloads, BATCH):
             params = [v for p in chunk for v in (queue, kind, json.dumps(p))]
             cur.execute(_multi_insert(len(chunk), 3, ""), params)
@@ -94,7 +99,7 @@ def insert_batched_dedup(
     on_conflict = (
         " ON CONFLICT (kind, dedup_key) WHERE dedup_key IS NOT NULL DO NOTHING RETURNING id"
     )
-    with conn.transaction(), conn.cursor() as cur:
+    with conn.transaction(), psycopg.RawCursor(conn) as cur:
         for chunk in _chunks(rows, BATCH):
             params = [v for p, k in chunk for v in (queue, kind, json.dumps(p), k)]
             cur.execute(_multi_insert(len(chunk), 4, on_conflict), params)
@@ -105,8 +110,11 @@ def insert_batched_dedup(
 @cache
 def _multi_insert(rows: int, width: int, suffix: str) -> str:
     columns = "(queue, kind, payload, dedup_key)" if width == 4 else "(queue, kind, payload)"
-    one = "(" + ", ".join(["%s"] * width) + ")"
-    return f"INSERT INTO {TABLE} {columns} VALUES " + ", ".join([one] * rows) + suffix
+    values = ", ".join(
+        "(" + ", ".join(f"${row * width + col + 1}" for col in range(width)) + ")"
+        for row in range(rows)
+    )
+    return f"INSERT INTO {TABLE} {columns} VALUES {values}{suffix}"
 
 
 def _chunks[T](items: Sequence[T], size: int) -> Iterator[Sequence[T]]:

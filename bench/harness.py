@@ -18,6 +18,7 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 import traceback
@@ -125,7 +126,12 @@ class BenchEnv:
             "samples": [_round(s, unit) for s in samples],
             "baseline_samples": [_round(s, unit) for s in baseline_samples],
             **details,
-            "settings": {"n": n, "repeats": self.repeats, **self.settings},
+            "settings": {
+                "n": n,
+                "repeats": self.repeats,
+                **self.settings,
+                "loadavg_1m": round(os.getloadavg()[0], 2),  # other work skews the figures
+            },
         }
 
 
@@ -159,7 +165,17 @@ def setup(repeats: int = REPEATS) -> BenchEnv:
     with psycopg.connect(info, autocommit=True) as conn:
         baseline.install(conn)
         settings = run_settings(conn, server)
+    warn_if_busy()
     return BenchEnv(conninfo=info, settings=settings, repeats=repeats)
+
+
+def warn_if_busy() -> None:
+    load = os.getloadavg()[0]
+    if load >= 1.0:
+        log(
+            f"warning: load average {load:.1f} before the first run; other work on this "
+            "machine (or its Postgres) will skew the figures"
+        )
 
 
 def configure_django(dbname: str) -> str:
@@ -218,8 +234,22 @@ def run_settings(conn: psycopg.Connection[Any], server: str) -> dict[str, Any]:
         "django_pool": "pool" in settings.DATABASES["default"].get("OPTIONS", {}),
         "cpus": os.cpu_count(),
         "host": platform.node(),
+        "git": git_revision(),
         "checkpoint_between_runs": True,
     }
+
+
+def git_revision() -> str:
+    """The commit measured, and whether the working tree differed from it."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return f"{commit} (with uncommitted changes)" if dirty else commit
 
 
 # --- running ---------------------------------------------------------------------------
@@ -357,22 +387,8 @@ def _details_row(result: Result) -> str:
 
 
 def _settings_rows(settings: dict[str, Any]) -> str:
-    keys = (
-        "python",
-        "django",
-        "psycopg",
-        "postgres",
-        "server",
-        "database",
-        "fsync",
-        "synchronous_commit",
-        "django_pool",
-        "cpus",
-        "host",
-        "checkpoint_between_runs",
-    )
     return "\n".join(
-        f"<tr><th>{_e(k)}</th><td>{_e(_text(settings.get(k)))}</td></tr>" for k in keys
+        f"<tr><th>{_e(k)}</th><td>{_e(_text(v))}</td></tr>" for k, v in settings.items()
     )
 
 

@@ -1,19 +1,41 @@
-"""The job kinds the benchmarks enqueue (and that later scenarios' workers run)."""
+"""The job kinds the benchmarks enqueue and their workers run (JOBSITE_JOB_MODULES=bench.jobs)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from queue_engine import job
-from queue_engine.definitions import JobDefinition
+from queue_engine.definitions import Backoff, JobDefinition
+
+if TYPE_CHECKING:
+    from queue_engine.worker.context import JobContext
 
 KIND = "bench.noop"
+ASYNC_KIND = "bench.async_noop"
+FLAKY_KIND = "bench.flaky"
 QUEUE = "bench"
+FLAKY_FAILURES = 2  # a flaky job fails this many attempts, then succeeds
 
 
 def _noop(to: str, subject: str = "Hello") -> None:
     """Does nothing: the benchmarks measure the engine, not the handler."""
 
 
+async def _async_noop(to: str, subject: str = "Hello") -> None:
+    """Does nothing, as a coroutine: runs on the worker's event loop, no thread hop."""
+
+
+async def _flaky(ctx: JobContext, to: str, subject: str = "Hello") -> None:
+    """Fails its first FLAKY_FAILURES attempts, then succeeds (retried at once)."""
+    if ctx.attempt <= FLAKY_FAILURES:
+        raise RuntimeError(f"bench: attempt {ctx.attempt} fails on purpose")
+
+
 noop: JobDefinition = job(_noop, kind=KIND, queue=QUEUE)
+async_noop: JobDefinition = job(_async_noop, kind=ASYNC_KIND, queue=QUEUE)
+flaky: JobDefinition = job(
+    _flaky, kind=FLAKY_KIND, queue=QUEUE, backoff=Backoff.fixed(0), max_attempts=5
+)
 
 
 def sample_payloads(n: int, tag: str = "") -> list[dict[str, str]]:

@@ -12,6 +12,12 @@ if TYPE_CHECKING:
 SCENARIOS: dict[str, str] = {
     "enqueue_single": "bench.scenarios.enqueue_single",
     "enqueue_bulk": "bench.scenarios.enqueue_bulk",
+    "drain": "bench.scenarios.drain",
+    "latency": "bench.scenarios.latency",
+    "retry_storm": "bench.scenarios.retry_storm",
+    "flow_fanout": "bench.scenarios.flow_fanout",
+    "flow_chain": "bench.scenarios.flow_chain",
+    "drain_with_limits": "bench.scenarios.drain_with_limits",
 }
 
 
