@@ -185,10 +185,14 @@ WITH q AS (
     RETURNING j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff::text,
               j.flow_id, j.node_key, j.meta::text,
               CASE WHEN j.flow_id IS NOT NULL THEN (
+                  -- Driven from the child's edges, then one history row per parent by
+                  -- primary key: never a scan of the history, statistics or not.
                   SELECT jsonb_object_agg(r.node_key, r.result)::text
                     FROM queue_engine_flowedge e
-                    JOIN queue_engine_jobrecord r ON r.id = e.parent_id
-                   WHERE e.child_id = j.id AND r.state = 'succeeded'
+                   CROSS JOIN LATERAL (
+                         SELECT h.node_key, h.result FROM queue_engine_jobrecord h
+                          WHERE h.id = e.parent_id AND h.state = 'succeeded' LIMIT 1) r
+                   WHERE e.child_id = j.id
               ) END AS outputs,
               picked.lock_duration
 ), logged AS (

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
@@ -13,7 +15,6 @@ from django.contrib.auth.models import Group, User
 from django.db import connection
 from django.test import Client
 
-from jobsite.asgi import application
 from queue_engine import ops, sql
 from queue_engine.console.bridge import bridge, messages_for
 from queue_engine.console.roles import ensure_roles
@@ -22,6 +23,23 @@ from queue_engine.models import Job, JobLog
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ORIGIN = (b"origin", b"http://testserver")
+
+
+def asgi_application() -> Any:
+    """jobsite.asgi's application, without the JOBSITE_DB_POOL=1 it sets for daphne.
+
+    Settings are loaded already, so the variable would change nothing here, but
+    subprocesses started by later tests would inherit it.
+    """
+    before = os.environ.get("JOBSITE_DB_POOL")
+    from jobsite.asgi import application
+
+    if before is None:
+        os.environ.pop("JOBSITE_DB_POOL", None)
+    return application
+
+
+application = asgi_application()
 
 
 @pytest.fixture
