@@ -15,8 +15,12 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from queue_engine.console.routing import websocket_urlpatterns  # noqa: E402
 
-application = ProtocolTypeRouter({
-    "http": django_asgi_app,
-    # Login required (the consumers close anonymous sockets); cross-site pages are refused.
-    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-})
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        # Login required (the consumers close anonymous sockets); cross-site pages are refused.
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

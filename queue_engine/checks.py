@@ -38,17 +38,21 @@ def check_tasks_backend(app_configs: Any = None, **kwargs: Any) -> list[checks.C
             continue
         queues = config.get("QUEUES")
         if queues is not None and not queues:
-            errors.append(checks.Error(
-                f"TASKS[{alias!r}]['QUEUES'] is empty, so no task could be enqueued.",
-                hint="Remove QUEUES to allow any queue name, or list the queue names.",
-                id="queue_engine.E002",
-            ))
-        if "OPTIONS" in config and config["OPTIONS"]:
-            errors.append(checks.Warning(
-                f"TASKS[{alias!r}]['OPTIONS'] is ignored by the queue_engine backend.",
-                hint="Put engine options in settings.QUEUE_ENGINE.",
-                id="queue_engine.W001",
-            ))
+            errors.append(
+                checks.Error(
+                    f"TASKS[{alias!r}]['QUEUES'] is empty, so no task could be enqueued.",
+                    hint="Remove QUEUES to allow any queue name, or list the queue names.",
+                    id="queue_engine.E002",
+                )
+            )
+        if config.get("OPTIONS"):
+            errors.append(
+                checks.Warning(
+                    f"TASKS[{alias!r}]['OPTIONS'] is ignored by the queue_engine backend.",
+                    hint="Put engine options in settings.QUEUE_ENGINE.",
+                    id="queue_engine.W001",
+                )
+            )
     return errors
 
 
@@ -57,11 +61,13 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
 
     errors: list[checks.CheckMessage] = []
     for name in unknown_options():
-        errors.append(checks.Error(
-            f"QUEUE_ENGINE has an unknown option {name!r}.",
-            hint="See queue_engine/conf.py for the options and their defaults.",
-            id="queue_engine.E003",
-        ))
+        errors.append(
+            checks.Error(
+                f"QUEUE_ENGINE has an unknown option {name!r}.",
+                hint="See queue_engine/conf.py for the options and their defaults.",
+                id="queue_engine.E003",
+            )
+        )
     for name, kind, minimum in (
         ("DEFAULT_MAX_ATTEMPTS", int, 1),
         ("MAX_PAYLOAD_BYTES", int, 1),
@@ -70,23 +76,29 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
     ):
         value = option(name)
         if not isinstance(value, kind) or isinstance(value, bool) or value < minimum:
-            errors.append(checks.Error(
-                f"QUEUE_ENGINE[{name!r}] must be a number of at least {minimum}, not {value!r}.",
-                id="queue_engine.E004",
-            ))
+            errors.append(
+                checks.Error(
+                    f"QUEUE_ENGINE[{name!r}] must be a number of at least {minimum}, not {value!r}.",
+                    id="queue_engine.E004",
+                )
+            )
     queues = option("QUEUES")
     if not isinstance(queues, dict) or not all(isinstance(v, dict) for v in queues.values()):
-        errors.append(checks.Error(
-            "QUEUE_ENGINE['QUEUES'] must map queue names to dicts of options.",
-            hint='For example {"emails": {"max_concurrency": 5}}.',
-            id="queue_engine.E005",
-        ))
+        errors.append(
+            checks.Error(
+                "QUEUE_ENGINE['QUEUES'] must map queue names to dicts of options.",
+                hint='For example {"emails": {"max_concurrency": 5}}.',
+                id="queue_engine.E005",
+            )
+        )
     elif not option("ALLOW_UNDECLARED_QUEUES") and option("DEFAULT_QUEUE") not in queues:
-        errors.append(checks.Error(
-            f"The default queue {option('DEFAULT_QUEUE')!r} is not declared in QUEUES, "
-            "while ALLOW_UNDECLARED_QUEUES is False.",
-            id="queue_engine.E006",
-        ))
+        errors.append(
+            checks.Error(
+                f"The default queue {option('DEFAULT_QUEUE')!r} is not declared in QUEUES, "
+                "while ALLOW_UNDECLARED_QUEUES is False.",
+                id="queue_engine.E006",
+            )
+        )
     return errors
 
 
@@ -97,6 +109,9 @@ def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[checks.Check
     try:
         settings_declarations(option("SCHEDULES"))
     except ScheduleError as exc:
-        return [checks.Error(str(exc), hint="See SCHEDULES in queue_engine/conf.py.",
-                             id="queue_engine.E020")]
+        return [
+            checks.Error(
+                str(exc), hint="See SCHEDULES in queue_engine/conf.py.", id="queue_engine.E020"
+            )
+        ]
     return []

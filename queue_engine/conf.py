@@ -49,8 +49,17 @@ DEFAULTS: dict[str, Any] = {
     "MAX_RESCUES": 5,
     "SHUTDOWN_TIMEOUT": 30,
     # Case-insensitive words; a payload, result or meta key containing one is shown as "********".
-    "CONSOLE_MASKED_KEYS": ["password", "passwd", "token", "secret", "key", "auth", "cookie",
-                            "credential", "signature"],
+    "CONSOLE_MASKED_KEYS": [
+        "password",
+        "passwd",
+        "token",
+        "secret",
+        "key",
+        "auth",
+        "cookie",
+        "credential",
+        "signature",
+    ],
     "CONSOLE_STATEMENT_TIMEOUT": 3,
     "SCHEDULES": {},
 }

@@ -28,11 +28,17 @@ def actor_name(actor: Any) -> str:
     return str(getattr(actor, "get_username", lambda: actor)())
 
 
-def audit(actor: Any, action: str, target_type: str, target: str, count: int,
-          **details: Any) -> AuditEvent:
-    return AuditEvent.objects.create(actor=actor_name(actor), action=action,
-                                     target_type=target_type, target=target[:255],
-                                     count=count, details=details)
+def audit(
+    actor: Any, action: str, target_type: str, target: str, count: int, **details: Any
+) -> AuditEvent:
+    return AuditEvent.objects.create(
+        actor=actor_name(actor),
+        action=action,
+        target_type=target_type,
+        target=target[:255],
+        count=count,
+        details=details,
+    )
 
 
 def notify_changes(queues: Iterable[str], ids: list[int]) -> None:
@@ -69,8 +75,10 @@ def cancel_jobs(ids: list[int], *, actor: Any = None, audited: bool = True) -> i
         rows = cursor.fetchall()
         running = [job_id for job_id, state in rows if state == "running"]
         if running:
-            cursor.execute(sql.NOTIFY_CONTROL, [json.dumps(
-                {"action": "cancel", "ids": running, "by": actor_name(actor)})])
+            cursor.execute(
+                sql.NOTIFY_CONTROL,
+                [json.dumps({"action": "cancel", "ids": running, "by": actor_name(actor)})],
+            )
         if rows:
             _notify([], [r[0] for r in rows])
             _refresh_flows_of(cursor, [r[0] for r in rows])
@@ -90,10 +98,13 @@ def _with_dependants(cursor: Any, ids: list[int]) -> list[int]:
 def _refresh_flows_of(cursor: Any, job_ids: list[int]) -> None:
     from queue_engine import sql_flows
 
-    cursor.execute("SELECT DISTINCT flow_id FROM queue_engine_jobrecord "
-                   "WHERE id = ANY(%s) AND flow_id IS NOT NULL "
-                   "UNION SELECT DISTINCT flow_id FROM queue_engine_job "
-                   "WHERE id = ANY(%s) AND flow_id IS NOT NULL", [job_ids, job_ids])
+    cursor.execute(
+        "SELECT DISTINCT flow_id FROM queue_engine_jobrecord "
+        "WHERE id = ANY(%s) AND flow_id IS NOT NULL "
+        "UNION SELECT DISTINCT flow_id FROM queue_engine_job "
+        "WHERE id = ANY(%s) AND flow_id IS NOT NULL",
+        [job_ids, job_ids],
+    )
     flows = [r[0] for r in cursor.fetchall()]
     if flows:
         cursor.execute(sql_flows.REFRESH_FLOWS, [flows])
@@ -105,19 +116,24 @@ def retry_job(job_id: int, *, actor: Any = None) -> str:
         live = Job.objects.select_for_update().filter(pk=job_id).first()
         if live is not None:
             if live.state == "running":
-                raise OpsError(f"Cannot retry job {job_id}: it is running now; cancel it first "
-                               "or wait for it to end.")
+                raise OpsError(
+                    f"Cannot retry job {job_id}: it is running now; cancel it first "
+                    "or wait for it to end."
+                )
             if live.state == "blocked":
-                raise OpsError(f"Cannot retry job {job_id}: it waits for its flow's "
-                               "dependencies.")
+                raise OpsError(f"Cannot retry job {job_id}: it waits for its flow's dependencies.")
             with connection.cursor() as cursor:
                 cursor.execute(sql.OPS_RUN_NOW, {"ids": [job_id]})
                 rows = cursor.fetchall()
             _notify([q for _, q in rows], [job_id])
             audit(actor, "retry", "job", str(job_id), 1, mode="run_now")
             return "run_now"
-        if redrive_jobs([job_id], actor=actor, states=("failed", "cancelled", "succeeded"),
-                        action="retry") == 0:
+        if (
+            redrive_jobs(
+                [job_id], actor=actor, states=("failed", "cancelled", "succeeded"), action="retry"
+            )
+            == 0
+        ):
             raise OpsError(f"Cannot retry: job {job_id} does not exist.")
         return "redriven"
 
@@ -130,8 +146,9 @@ def retry_jobs(ids: list[int], *, actor: Any = None) -> int:
         if rows:
             _notify([q for _, q in rows], [r[0] for r in rows])
             audit(actor, "retry", "job", _target(rows), len(rows), mode="run_now")
-        redriven = redrive_jobs(ids, actor=actor, states=("failed", "cancelled", "succeeded"),
-                                action="retry")
+        redriven = redrive_jobs(
+            ids, actor=actor, states=("failed", "cancelled", "succeeded"), action="retry"
+        )
     return len(rows) + redriven
 
 
@@ -167,9 +184,14 @@ def redrive_job(job_id: int, *, actor: Any = None) -> None:
         raise OpsError(f"Cannot redrive: {_describe(job_id)}, not failed or cancelled.")
 
 
-def redrive_jobs(ids: list[int], *, actor: Any = None,
-                 states: tuple[str, ...] = ("failed", "cancelled"),
-                 action: str = "redrive", queue: str | None = None) -> int:
+def redrive_jobs(
+    ids: list[int],
+    *,
+    actor: Any = None,
+    states: tuple[str, ...] = ("failed", "cancelled"),
+    action: str = "redrive",
+    queue: str | None = None,
+) -> int:
     """Redrive these ended jobs; with `queue`, audited as a batch of that queue's redrive."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql.OPS_REDRIVE, {"ids": ids, "states": list(states)})
@@ -180,8 +202,15 @@ def redrive_jobs(ids: list[int], *, actor: Any = None,
             if queue is None:
                 audit(actor, action, "job", _target(rows), len(rows))
             else:
-                audit(actor, "redrive_queue", "queue", queue, len(rows),
-                      first=rows[0][0], last=rows[-1][0])
+                audit(
+                    actor,
+                    "redrive_queue",
+                    "queue",
+                    queue,
+                    len(rows),
+                    first=rows[0][0],
+                    last=rows[-1][0],
+                )
     return len(rows)
 
 
@@ -190,8 +219,9 @@ def redrive_queue(queue: str, *, actor: Any = None, batch_size: int = 1000) -> i
     total, after = 0, 0
     while True:
         with connection.cursor() as cursor:
-            cursor.execute(sql.OPS_DEAD_BATCH, {"queue": queue, "after": after,
-                                                "limit": batch_size})
+            cursor.execute(
+                sql.OPS_DEAD_BATCH, {"queue": queue, "after": after, "limit": batch_size}
+            )
             ids = [r[0] for r in cursor.fetchall()]
         if not ids:
             return total

@@ -20,13 +20,17 @@ _INSERT_VALUES = """
 
 # One job. Runnable-now jobs are announced by the statement trigger at commit.
 INSERT_JOB = (
-    "INSERT INTO queue_engine_job" + _INSERT_COLUMNS + _INSERT_VALUES
+    "INSERT INTO queue_engine_job"
+    + _INSERT_COLUMNS
+    + _INSERT_VALUES
     + "RETURNING id, state, run_at, created_at, (xmax::text <> '0') AS coalesced"
 )
 
 # One job unless a live job of the same kind holds the dedup key (then nothing).
 INSERT_JOB_DEDUP = (
-    "INSERT INTO queue_engine_job" + _INSERT_COLUMNS + _INSERT_VALUES
+    "INSERT INTO queue_engine_job"
+    + _INSERT_COLUMNS
+    + _INSERT_VALUES
     + """ON CONFLICT (kind, dedup_key) WHERE dedup_key IS NOT NULL DO NOTHING
     RETURNING id, state, run_at, created_at, (xmax::text <> '0') AS coalesced"""
 )
@@ -34,7 +38,9 @@ INSERT_JOB_DEDUP = (
 # Debounce: a pending job with the key takes the latest payload and run time.
 # A running (or blocked) holder is left alone and nothing is returned.
 UPSERT_JOB_DEBOUNCED = (
-    "INSERT INTO queue_engine_job" + _INSERT_COLUMNS + _INSERT_VALUES
+    "INSERT INTO queue_engine_job"
+    + _INSERT_COLUMNS
+    + _INSERT_VALUES
     + """ON CONFLICT (kind, dedup_key) WHERE dedup_key IS NOT NULL DO UPDATE
        SET payload = EXCLUDED.payload, run_at = EXCLUDED.run_at, state = EXCLUDED.state,
            name = EXCLUDED.name, priority = EXCLUDED.priority, queue = EXCLUDED.queue,

@@ -12,9 +12,15 @@ def noop(**kwargs: Any) -> None:
     return None
 
 
-@job(kind="tests.add", queue="math", priority=5, max_attempts=3,
-     backoff=Backoff.fixed(2), name=lambda p: f"{p['a']} + {p['b']}",
-     group_key=lambda p: f"acct-{p['a']}")
+@job(
+    kind="tests.add",
+    queue="math",
+    priority=5,
+    max_attempts=3,
+    backoff=Backoff.fixed(2),
+    name=lambda p: f"{p['a']} + {p['b']}",
+    group_key=lambda p: f"acct-{p['a']}",
+)
 def add(a: int, b: int) -> int:
     return a + b
 
@@ -47,8 +53,10 @@ logger = logging.getLogger("tests.jobs")
 def record_execution(job_id: int, attempt: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SET synchronous_commit = off")
-        cursor.execute("INSERT INTO test_executions (job_id, attempt, pid) VALUES (%s, %s, %s)",
-                       [job_id, attempt, os.getpid()])
+        cursor.execute(
+            "INSERT INTO test_executions (job_id, attempt, pid) VALUES (%s, %s, %s)",
+            [job_id, attempt, os.getpid()],
+        )
 
 
 @job(kind="tests.record", queue="record")
@@ -168,8 +176,7 @@ def atomic_writer(ctx: Any, key: str, stall: float = 0.0) -> str:
     if stall:
         time.sleep(stall)
     with ctx.atomic(), connection.cursor() as cursor:
-        cursor.execute("INSERT INTO test_effects (key, job_id) VALUES (%s, %s)",
-                       [key, ctx.job_id])
+        cursor.execute("INSERT INTO test_effects (key, job_id) VALUES (%s, %s)", [key, ctx.job_id])
     return key
 
 
@@ -202,6 +209,7 @@ def grouped(ctx: Any, key: str, pause: float = 0.3) -> None:
 
 # --- flows ---------------------------------------------------------------------------
 
+
 @job(kind="tests.node", queue="flows")
 def node(ctx: Any, label: str = "", fail: bool = False) -> dict[str, Any]:
     record_execution(ctx.job_id, ctx.attempt)
@@ -223,9 +231,11 @@ def number(value: int) -> int:
 @job(kind="tests.spawner", queue="flows")
 def spawner(ctx: Any, width: int, depth: int) -> str:
     """Grow the join 'join' with `width` children, each spawning again while depth > 1."""
-    ctx.fan_out_into("join", "tests.spawner" if depth > 1 else "tests.number",
-                     [{"width": width, "depth": depth - 1} if depth > 1 else {"value": 1}
-                      for _ in range(width)])
+    ctx.fan_out_into(
+        "join",
+        "tests.spawner" if depth > 1 else "tests.number",
+        [{"width": width, "depth": depth - 1} if depth > 1 else {"value": 1} for _ in range(width)],
+    )
     return "spawned"
 
 

@@ -74,8 +74,10 @@ def test_anonymous_users_are_sent_to_the_login_page(client: Client, url: str) ->
 def test_logging_in_leads_to_the_page_asked_for(make_user, client: Client) -> None:
     make_user("viewer", password="pw-for-tests")
 
-    response = client.post("/login/?next=/jobs/", {"username": "user-viewer",
-                                                    "password": "pw-for-tests", "next": "/jobs/"})
+    response = client.post(
+        "/login/?next=/jobs/",
+        {"username": "user-viewer", "password": "pw-for-tests", "next": "/jobs/"},
+    )
 
     assert response.status_code == 302
     assert response["Location"] == "/jobs/"
@@ -121,8 +123,9 @@ def test_superusers_from_ensure_admin_can_operate(data: ConsoleData) -> None:
 # --- every page with realistic data ---------------------------------------------------
 
 
-def test_overview_shows_queues_depths_workers_and_failures(viewer: Client,
-                                                           data: ConsoleData) -> None:
+def test_overview_shows_queues_depths_workers_and_failures(
+    viewer: Client, data: ConsoleData
+) -> None:
     page = text_of(viewer.get("/"))
 
     for queue in ("billing", "emails", "media", "reports"):
@@ -138,13 +141,21 @@ def test_paused_queues_say_so(viewer: Client, data: ConsoleData) -> None:
 
     page = text_of(viewer.get("/"))
 
-    assert re.search(r'href="/queues/media/">media</a>\s*<span class="badge s-paused">paused',
-                     page)
+    assert re.search(r'href="/queues/media/">media</a>\s*<span class="badge s-paused">paused', page)
 
 
-@pytest.mark.parametrize("params", ["", "?state=failed", "?state=available&queue=emails",
-                                    "?kind=demo.charge_card", "?q=Email", "?range=1h",
-                                    '?payload={"to": "done1@example.com"}'])
+@pytest.mark.parametrize(
+    "params",
+    [
+        "",
+        "?state=failed",
+        "?state=available&queue=emails",
+        "?kind=demo.charge_card",
+        "?q=Email",
+        "?range=1h",
+        '?payload={"to": "done1@example.com"}',
+    ],
+)
 def test_jobs_list_renders_with_filters(viewer: Client, data: ConsoleData, params: str) -> None:
     response = viewer.get("/jobs/" + params)
 
@@ -180,8 +191,10 @@ def test_searching_for_a_job_id_opens_the_job(viewer: Client, data: ConsoleData)
 
 
 def test_jobs_list_pages_by_id_newer_and_older(viewer: Client, db: None) -> None:
-    ids = [Job.objects.create(kind="demo.send_email", queue="paging", payload={"to": "a@b.c"}).id
-           for _ in range(120)]
+    ids = [
+        Job.objects.create(kind="demo.send_email", queue="paging", payload={"to": "a@b.c"}).id
+        for _ in range(120)
+    ]
 
     first = text_of(viewer.get("/jobs/?queue=paging"))
     older = re.search(r'href="\?([^"]*before=\d+[^"]*)">Older', first)
@@ -199,8 +212,9 @@ def test_jobs_list_pages_by_id_newer_and_older(viewer: Client, db: None) -> None
     assert listed(back) == listed(first)
 
 
-def test_a_slow_list_asks_to_narrow_the_filter(viewer: Client, data: ConsoleData,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_slow_list_asks_to_narrow_the_filter(
+    viewer: Client, data: ConsoleData, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def too_slow(*args: object, **kwargs: object) -> None:
         raise tracking.NarrowYourFilter("Finding these jobs took too long; narrow your filter.")
 
@@ -213,20 +227,26 @@ def test_a_slow_list_asks_to_narrow_the_filter(viewer: Client, data: ConsoleData
 
 
 def test_htmx_filter_requests_get_only_the_results(viewer: Client, data: ConsoleData) -> None:
-    response = viewer.get("/jobs/?state=failed", headers={"HX-Request": "true",
-                                                          "HX-Target": "job-results"})
+    response = viewer.get(
+        "/jobs/?state=failed", headers={"HX-Request": "true", "HX-Target": "job-results"}
+    )
 
     page = text_of(response)
     assert page.lstrip().startswith('<div id="job-results">')
     assert "<html" not in page
 
 
-@pytest.mark.parametrize("which", ["running", "scheduled", "blocked", "available", "succeeded",
-                                   "dead", "cancelled"])
+@pytest.mark.parametrize(
+    "which", ["running", "scheduled", "blocked", "available", "succeeded", "dead", "cancelled"]
+)
 def test_job_page_renders_in_every_state(viewer: Client, data: ConsoleData, which: str) -> None:
     job = {
-        "running": data.running, "scheduled": data.scheduled, "blocked": data.blocked,
-        "available": data.available[0], "succeeded": data.succeeded[0], "dead": data.dead[-1],
+        "running": data.running,
+        "scheduled": data.scheduled,
+        "blocked": data.blocked,
+        "available": data.available[0],
+        "succeeded": data.succeeded[0],
+        "dead": data.dead[-1],
         "cancelled": data.cancelled,
     }[which]
 
@@ -238,8 +258,9 @@ def test_job_page_renders_in_every_state(viewer: Client, data: ConsoleData, whic
     assert "Payload" in page
 
 
-def test_job_page_shows_attempts_timings_progress_and_logs(viewer: Client,
-                                                           data: ConsoleData) -> None:
+def test_job_page_shows_attempts_timings_progress_and_logs(
+    viewer: Client, data: ConsoleData
+) -> None:
     page = text_of(viewer.get(f"/jobs/{data.running.id}/"))
 
     assert "database went away" in page
@@ -298,8 +319,7 @@ def test_schedules_page_shows_timing_and_next_fire(viewer: Client, data: Console
     assert "digest" in page and "every 15 min" in page
 
 
-def test_schedules_can_be_disabled_enabled_and_run_now(operator: Client,
-                                                        data: ConsoleData) -> None:
+def test_schedules_can_be_disabled_enabled_and_run_now(operator: Client, data: ConsoleData) -> None:
     from queue_engine.models import Schedule
 
     operator.post("/schedules/action/", {"name": "digest", "action": "disable"})
@@ -332,8 +352,9 @@ def test_operators_see_action_buttons(operator: Client, data: ConsoleData) -> No
 # --- actions, roles, CSRF ---------------------------------------------------------------
 
 
-def test_bulk_retry_confirmation_states_the_exact_count(operator: Client,
-                                                        data: ConsoleData) -> None:
+def test_bulk_retry_confirmation_states_the_exact_count(
+    operator: Client, data: ConsoleData
+) -> None:
     ids = [r.id for r in data.dead] + [data.running.id, data.scheduled.id]
 
     response = operator.post("/jobs/bulk/", {"action": "retry", "ids": ids})
@@ -349,8 +370,10 @@ def test_bulk_retry_confirmation_states_the_exact_count(operator: Client,
 def test_confirmed_bulk_retry_redrives_and_audits(operator: Client, data: ConsoleData) -> None:
     ids = [r.id for r in data.dead]
 
-    response = operator.post("/jobs/bulk/", {"action": "retry", "ids": ids, "confirm": "yes",
-                                             "next": "/jobs/?state=failed"})
+    response = operator.post(
+        "/jobs/bulk/",
+        {"action": "retry", "ids": ids, "confirm": "yes", "next": "/jobs/?state=failed"},
+    )
 
     assert response.status_code == 302
     assert response["Location"] == "/jobs/?state=failed"
@@ -369,37 +392,56 @@ def test_bulk_cancel_and_remove(operator: Client, data: ConsoleData) -> None:
 
     assert not Job.objects.filter(pk__in=waiting).exists()
     assert list(JobRecord.objects.filter(pk__in=waiting).values_list("state", flat=True)) == [
-        "cancelled"]
+        "cancelled"
+    ]
 
 
 def test_bulk_action_that_changes_nothing_says_so(operator: Client, data: ConsoleData) -> None:
-    page = text_of(operator.post("/jobs/bulk/", {"action": "redrive",
-                                                 "ids": [data.running.id]}))
+    page = text_of(operator.post("/jobs/bulk/", {"action": "redrive", "ids": [data.running.id]}))
 
     assert "Nothing to redrive" in page
     assert "not dead or cancelled" in page
 
 
 def test_bulk_redirects_only_inside_the_site(operator: Client, data: ConsoleData) -> None:
-    response = operator.post("/jobs/bulk/", {"action": "redrive", "ids": [data.dead[0].id],
-                                             "confirm": "yes", "next": "https://evil.example/"})
+    response = operator.post(
+        "/jobs/bulk/",
+        {
+            "action": "redrive",
+            "ids": [data.dead[0].id],
+            "confirm": "yes",
+            "next": "https://evil.example/",
+        },
+    )
 
     assert response["Location"] == "/jobs/"
 
 
 ACTIONS = [
     ("/jobs/bulk/", lambda d: {"action": "retry", "ids": [d.dead[0].id], "confirm": "yes"}),
-    ("/jobs/bulk/", lambda d: {"action": "cancel", "ids": [d.available[0].id],
-                               "confirm": "yes"}),
-    ("/jobs/bulk/", lambda d: {"action": "remove", "ids": [d.succeeded[0].id],
-                               "confirm": "yes"}),
+    ("/jobs/bulk/", lambda d: {"action": "cancel", "ids": [d.available[0].id], "confirm": "yes"}),
+    ("/jobs/bulk/", lambda d: {"action": "remove", "ids": [d.succeeded[0].id], "confirm": "yes"}),
     ("/jobs/bulk/", lambda d: {"action": "redrive", "ids": [d.dead[0].id], "confirm": "yes"}),
-    ("/dead/group/", lambda d: {"action": "redrive", "queue": "billing",
-                                "error_class": "demo.CardDeclined", "upto": d.dead[-1].id,
-                                "confirm": "yes"}),
-    ("/dead/group/", lambda d: {"action": "remove", "queue": "billing",
-                                "error_class": "demo.CardDeclined", "upto": d.dead[-1].id,
-                                "confirm": "yes"}),
+    (
+        "/dead/group/",
+        lambda d: {
+            "action": "redrive",
+            "queue": "billing",
+            "error_class": "demo.CardDeclined",
+            "upto": d.dead[-1].id,
+            "confirm": "yes",
+        },
+    ),
+    (
+        "/dead/group/",
+        lambda d: {
+            "action": "remove",
+            "queue": "billing",
+            "error_class": "demo.CardDeclined",
+            "upto": d.dead[-1].id,
+            "confirm": "yes",
+        },
+    ),
     ("/queues/billing/redrive/", lambda d: {"confirm": "yes"}),
     ("/schedules/action/", lambda d: {"name": "digest", "action": "disable"}),
     ("/schedules/action/", lambda d: {"name": "digest", "action": "run_now"}),
@@ -440,8 +482,9 @@ def test_actions_refuse_get(operator: Client, data: ConsoleData, url: str, form)
 
 
 @pytest.mark.parametrize(("url", "form"), ACTIONS)
-def test_actions_without_csrf_token_are_refused(make_user, data: ConsoleData, url: str,
-                                                form) -> None:  # type: ignore[no-untyped-def]
+def test_actions_without_csrf_token_are_refused(
+    make_user, data: ConsoleData, url: str, form
+) -> None:  # type: ignore[no-untyped-def]
     client = client_for(make_user("operator"), enforce_csrf_checks=True)
 
     response = client.post(url, form(data))
@@ -457,27 +500,47 @@ def test_actions_with_the_csrf_token_go_through(make_user, data: ConsoleData) ->
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
     assert token is not None
 
-    response = client.post("/jobs/bulk/", {"action": "redrive", "ids": [data.dead[0].id],
-                                           "confirm": "yes",
-                                           "csrfmiddlewaretoken": token.group(1)})
+    response = client.post(
+        "/jobs/bulk/",
+        {
+            "action": "redrive",
+            "ids": [data.dead[0].id],
+            "confirm": "yes",
+            "csrfmiddlewaretoken": token.group(1),
+        },
+    )
 
     assert response.status_code == 302
     assert Job.objects.filter(pk=data.dead[0].id).exists()
 
 
 def test_dead_group_confirmation_counts_the_group(operator: Client, data: ConsoleData) -> None:
-    page = text_of(operator.post("/dead/group/", {
-        "action": "redrive", "queue": "billing", "error_class": "demo.CardDeclined",
-        "upto": data.dead[-1].id,
-    }))
+    page = text_of(
+        operator.post(
+            "/dead/group/",
+            {
+                "action": "redrive",
+                "queue": "billing",
+                "error_class": "demo.CardDeclined",
+                "upto": data.dead[-1].id,
+            },
+        )
+    )
 
     assert "Redrive 3 dead jobs?" in page
 
 
 def test_dead_group_redrive_moves_only_that_group(operator: Client, data: ConsoleData) -> None:
-    operator.post("/dead/group/", {"action": "redrive", "queue": "billing",
-                                   "error_class": "demo.CardDeclined", "upto": data.dead[-1].id,
-                                   "confirm": "yes"})
+    operator.post(
+        "/dead/group/",
+        {
+            "action": "redrive",
+            "queue": "billing",
+            "error_class": "demo.CardDeclined",
+            "upto": data.dead[-1].id,
+            "confirm": "yes",
+        },
+    )
 
     assert Job.objects.filter(pk__in=[r.id for r in data.dead[:3]]).count() == 3
     assert JobRecord.objects.filter(pk=data.dead[3].id, state="failed").exists()
@@ -510,8 +573,9 @@ def matching_form(action: str, confirm: bool = False, **filters: str) -> dict[st
     return form
 
 
-def test_all_that_match_confirmation_counts_every_matching_job(operator: Client,
-                                                               data: ConsoleData) -> None:
+def test_all_that_match_confirmation_counts_every_matching_job(
+    operator: Client, data: ConsoleData
+) -> None:
     page = text_of(operator.post("/jobs/bulk/", matching_form("cancel", queue="emails")))
 
     assert "Cancel 7 jobs?" in page  # 6 available and 1 scheduled; 4 succeeded are skipped
@@ -520,38 +584,49 @@ def test_all_that_match_confirmation_counts_every_matching_job(operator: Client,
     assert not AuditEvent.objects.filter(actor__startswith="user-").exists()
 
 
-def test_all_that_match_runs_in_the_request_when_small(operator: Client,
-                                                       data: ConsoleData) -> None:
+def test_all_that_match_runs_in_the_request_when_small(operator: Client, data: ConsoleData) -> None:
     upto = max(j.id for j in data.available)
 
-    response = operator.post("/jobs/bulk/", {
-        **matching_form("cancel", confirm=True, queue="emails", state="available"),
-        "upto": str(upto)})
+    response = operator.post(
+        "/jobs/bulk/",
+        {
+            **matching_form("cancel", confirm=True, queue="emails", state="available"),
+            "upto": str(upto),
+        },
+    )
 
     assert response.status_code == 302
     assert not Job.objects.filter(queue="emails", state="available").exists()
     assert JobRecord.objects.filter(queue="emails", state="cancelled").count() == 6
 
 
-def test_all_that_match_leaves_out_jobs_newer_than_the_count(operator: Client,
-                                                             data: ConsoleData) -> None:
+def test_all_that_match_leaves_out_jobs_newer_than_the_count(
+    operator: Client, data: ConsoleData
+) -> None:
     upto = max(j.id for j in data.available)
     late = Job.objects.create(kind="demo.send_email", queue="emails", payload={"to": "x@y.z"})
 
-    operator.post("/jobs/bulk/", {**matching_form("cancel", confirm=True, queue="emails",
-                                                  state="available"), "upto": str(upto)})
+    operator.post(
+        "/jobs/bulk/",
+        {
+            **matching_form("cancel", confirm=True, queue="emails", state="available"),
+            "upto": str(upto),
+        },
+    )
 
     assert Job.objects.filter(pk=late.id, state="available").exists()
 
 
-def test_all_that_match_runs_as_a_job_when_large(operator: Client, data: ConsoleData,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_all_that_match_runs_as_a_job_when_large(
+    operator: Client, data: ConsoleData, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from queue_engine.console import matching
 
     monkeypatch.setattr(matching, "SYNC_LIMIT", 2)
 
-    response = operator.post("/jobs/bulk/", matching_form("cancel", confirm=True,
-                                                          queue="emails", state="available"))
+    response = operator.post(
+        "/jobs/bulk/", matching_form("cancel", confirm=True, queue="emails", state="available")
+    )
 
     bulk = Job.objects.get(kind="queue_engine.console.matching.run_bulk")
     assert response["Location"] == f"/jobs/{bulk.id}/"
@@ -560,11 +635,14 @@ def test_all_that_match_runs_as_a_job_when_large(operator: Client, data: Console
 
 
 def test_the_bulk_job_works_in_batches_and_reports_progress(
-        db: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from queue_engine.console import matching
 
-    ids = [Job.objects.create(kind="demo.send_email", queue="big",
-                              payload={"to": "a@b.c"}).id for _ in range(5)]
+    ids = [
+        Job.objects.create(kind="demo.send_email", queue="big", payload={"to": "a@b.c"}).id
+        for _ in range(5)
+    ]
     reported = []
 
     class Ctx:
@@ -573,12 +651,12 @@ def test_the_bulk_job_works_in_batches_and_reports_progress(
 
     monkeypatch.setattr(matching, "BATCH", 2)
 
-    result = matching.run_bulk.func(Ctx(), action="cancel", filters={"queue": "big"},
-                                    upto=max(ids), total=5, actor="ops-team")
+    result = matching.run_bulk.func(
+        Ctx(), action="cancel", filters={"queue": "big"}, upto=max(ids), total=5, actor="ops-team"
+    )
 
     assert result == {"done": 5, "confirmed": 5}
-    assert [m for _, m in reported] == ["2 of 5 cancelled", "4 of 5 cancelled",
-                                        "5 of 5 cancelled"]
+    assert [m for _, m in reported] == ["2 of 5 cancelled", "4 of 5 cancelled", "5 of 5 cancelled"]
     assert AuditEvent.objects.filter(actor="ops-team", action="cancel").count() == 3
 
 
@@ -588,8 +666,15 @@ def test_the_bulk_job_works_in_batches_and_reports_progress(
 def test_attacker_strings_come_out_escaped_everywhere(viewer: Client, db: None) -> None:
     data = console_data.seed(xss=True)
     evil_queue = Job.objects.get(name=XSS)
-    urls = ["/", "/jobs/", f"/jobs/{data.running.id}/", f"/jobs/{data.dead[-1].id}/",
-            f"/jobs/{evil_queue.id}/", "/dead/", f"/queues/{XSS}/"]
+    urls = [
+        "/",
+        "/jobs/",
+        f"/jobs/{data.running.id}/",
+        f"/jobs/{data.dead[-1].id}/",
+        f"/jobs/{evil_queue.id}/",
+        "/dead/",
+        f"/queues/{XSS}/",
+    ]
 
     for url in urls:
         response = viewer.get(url)
@@ -634,8 +719,12 @@ def test_a_worker_runs_the_bulk_job(operator: Client, workers, monkeypatch) -> N
 
     workers.start()
 
-    record = wait_for(lambda: JobRecord.objects.filter(pk=bulk.id).first(), timeout=40,
-                      message="the bulk job to end")
+    record = wait_for(
+        lambda: JobRecord.objects.filter(pk=bulk.id).first(),
+        timeout=40,
+        message="the bulk job to end",
+    )
     assert (record.state, record.result) == ("succeeded", {"done": 5, "confirmed": 5})
     assert set(JobRecord.objects.filter(pk__in=waiting).values_list("state", flat=True)) == {
-        "cancelled"}
+        "cancelled"
+    }

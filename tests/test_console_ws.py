@@ -74,8 +74,9 @@ def socket(path: str, *headers: tuple[bytes, bytes]) -> WebsocketCommunicator:
     return WebsocketCommunicator(application, path, headers=[ORIGIN, *headers])
 
 
-async def receive_until(communicator: WebsocketCommunicator, needle: str,
-                        timeout: float = 5.0) -> str:
+async def receive_until(
+    communicator: WebsocketCommunicator, needle: str, timeout: float = 5.0
+) -> str:
     """Messages until one contains `needle`; fails after `timeout` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -115,8 +116,11 @@ async def test_users_without_a_console_role_are_refused(session_cookie, stop_bri
 
 async def test_other_sites_cannot_open_a_socket(session_cookie, stop_bridge) -> None:  # type: ignore[no-untyped-def]
     cookie = await database_sync_to_async(session_cookie)("viewer")
-    communicator = WebsocketCommunicator(application, "/ws/overview/", headers=[
-        (b"origin", b"http://evil.example"), (b"cookie", cookie)])
+    communicator = WebsocketCommunicator(
+        application,
+        "/ws/overview/",
+        headers=[(b"origin", b"http://evil.example"), (b"cookie", cookie)],
+    )
 
     connected, _ = await communicator.connect()
 
@@ -145,8 +149,9 @@ async def test_a_log_hint_appends_the_new_lines(session_cookie, live_bridge) -> 
     await communicator.connect()
     await receive_until(communicator, 'id="job-state"')
 
-    await JobLog.objects.acreate(job_id=job.id, attempt=1, seq=1, stream="stderr",
-                                 text="<b>disk</b> almost full")
+    await JobLog.objects.acreate(
+        job_id=job.id, attempt=1, seq=1, stream="stderr", text="<b>disk</b> almost full"
+    )
     await database_sync_to_async(notify)({"type": "log", "ids": [job.id]})
     message = await receive_until(communicator, "almost full")
 
@@ -203,9 +208,14 @@ async def test_hidden_tabs_get_nothing_until_visible_again(session_cookie, live_
 
 def test_notifications_map_to_groups() -> None:
     assert messages_for("qe_wake", "emails") == [
-        ("qe.overview", {"type": "console.hint", "kind": "jobs"})]
+        ("qe.overview", {"type": "console.hint", "kind": "jobs"})
+    ]
     assert [g for g, _ in messages_for("qe_events", '{"type": "log", "ids": [4, 5]}')] == [
-        "qe.job.4", "qe.job.5"]
+        "qe.job.4",
+        "qe.job.5",
+    ]
     assert [g for g, _ in messages_for("qe_events", '{"type": "jobs", "ids": [4]}')] == [
-        "qe.job.4", "qe.overview"]
+        "qe.job.4",
+        "qe.overview",
+    ]
     assert messages_for("qe_events", "not json") == []

@@ -269,8 +269,13 @@ def test_random_dags_run_each_node_once_after_its_parents(
     try:
         victim = workers.start("--queues", "flows", "--concurrency", "3")
         workers.start("--queues", "flows", "--concurrency", "3")
-        wait_for(lambda: JobRecord.objects.filter(flow_id=flow_id).count()
-                 >= random.Random(seed).randint(0, len(graph) // 2), timeout=60)
+        wait_for(
+            lambda: (
+                JobRecord.objects.filter(flow_id=flow_id).count()
+                >= random.Random(seed).randint(0, len(graph) // 2)
+            ),
+            timeout=60,
+        )
         victim.send_signal(signal.SIGKILL)
         workers.start("--queues", "flows", "--concurrency", "3")
 
@@ -288,6 +293,8 @@ def test_random_dags_run_each_node_once_after_its_parents(
     with connection.cursor() as cursor:
         # At least once: the killed worker's jobs may have run twice, but every node
         # ran, and each succeeded exactly once (one history row per node).
-        cursor.execute("SELECT count(DISTINCT job_id) FROM test_executions "
-                       "WHERE job_id = ANY(%s)", [[r.id for r in done.values()]])
+        cursor.execute(
+            "SELECT count(DISTINCT job_id) FROM test_executions WHERE job_id = ANY(%s)",
+            [[r.id for r in done.values()]],
+        )
         assert cursor.fetchone()[0] == len(graph)

@@ -56,8 +56,12 @@ QUEUE = "statemachine"
 WORKERS = ("sm-w0", "sm-w1", "sm-w2")
 MAX_RESCUES = 3
 ACTOR = "state-machine"
-TABLES = ("queue_engine_job", "queue_engine_jobrecord", "queue_engine_auditevent",
-          "queue_engine_joblog")
+TABLES = (
+    "queue_engine_job",
+    "queue_engine_jobrecord",
+    "queue_engine_auditevent",
+    "queue_engine_joblog",
+)
 
 SETTINGS = settings(
     max_examples=75,
@@ -83,13 +87,29 @@ class Expected:
     worker: str = ""  # the history row's worker column
 
     def facts(self) -> tuple[Any, ...]:
-        return (self.state, self.attempt, self.max_attempts, self.priority, self.dedup,
-                self.rescues, self.errors, self.redriven)
+        return (
+            self.state,
+            self.attempt,
+            self.max_attempts,
+            self.priority,
+            self.dedup,
+            self.rescues,
+            self.errors,
+            self.redriven,
+        )
 
 
 def error_text(job_id: int, attempt: int, worker: str, what: str) -> str:
-    return json.dumps({"attempt": attempt, "class": f"tests.{what}", "message": what,
-                       "traceback": "", "worker": worker, "at": "2000-01-01T00:00:00+00:00"})
+    return json.dumps(
+        {
+            "attempt": attempt,
+            "class": f"tests.{what}",
+            "message": what,
+            "traceback": "",
+            "worker": worker,
+            "at": "2000-01-01T00:00:00+00:00",
+        }
+    )
 
 
 class JobLifecycle(RuleBasedStateMachine):
@@ -121,9 +141,11 @@ class JobLifecycle(RuleBasedStateMachine):
         return sorted((w, i, t) for w, claims in self.claims.items() for i, t in claims.items())
 
     def ids(self, where: str | None = None, state: str | None = None) -> list[int]:
-        return sorted(i for i, e in self.jobs.items()
-                      if (where is None or e.where == where)
-                      and (state is None or e.state == state))
+        return sorted(
+            i
+            for i, e in self.jobs.items()
+            if (where is None or e.where == where) and (state is None or e.state == state)
+        )
 
     def lease_of(self, job_id: int) -> tuple[str, int] | None:
         for worker, claims in self.claims.items():
@@ -167,7 +189,7 @@ class JobLifecycle(RuleBasedStateMachine):
         with connection.cursor() as cursor:
             cursor.execute("SELECT action, count FROM queue_engine_auditevent ORDER BY id")
             rows = [tuple(r) for r in cursor.fetchall()]
-        new, self.audited = rows[self.audited:], len(rows)
+        new, self.audited = rows[self.audited :], len(rows)
         return new
 
     def conn(self, worker: str) -> psycopg.Connection[Any]:
@@ -175,14 +197,25 @@ class JobLifecycle(RuleBasedStateMachine):
 
     # --- enqueue --------------------------------------------------------------------
 
-    @rule(max_attempts=st.sampled_from([1, 2, 3, 5]), priority=st.integers(-1, 1),
-          scheduled=st.sampled_from([False, False, False, True]),
-          dedup=st.sampled_from([None, "k"]))
-    def enqueue_job(self, max_attempts: int, priority: int, scheduled: bool,
-                    dedup: str | None) -> None:
-        job = enqueue(JobSpec(kind="tests.noop", queue=QUEUE, max_attempts=max_attempts,
-                              priority=priority, delay=3600 if scheduled else None,
-                              dedup_key=dedup))
+    @rule(
+        max_attempts=st.sampled_from([1, 2, 3, 5]),
+        priority=st.integers(-1, 1),
+        scheduled=st.sampled_from([False, False, False, True]),
+        dedup=st.sampled_from([None, "k"]),
+    )
+    def enqueue_job(
+        self, max_attempts: int, priority: int, scheduled: bool, dedup: str | None
+    ) -> None:
+        job = enqueue(
+            JobSpec(
+                kind="tests.noop",
+                queue=QUEUE,
+                max_attempts=max_attempts,
+                priority=priority,
+                delay=3600 if scheduled else None,
+                dedup_key=dedup,
+            )
+        )
         holders = [i for i in self.ids("live") if dedup and self.jobs[i].dedup == dedup]
         if holders:  # the live holder of the key comes back, nothing new
             assert (job.id, job.deduplicated) == (holders[0], True)  # type: ignore[attr-defined]
@@ -197,13 +230,24 @@ class JobLifecycle(RuleBasedStateMachine):
     @rule(worker=st.sampled_from(WORKERS), limit=st.integers(1, 3))
     def claim(self, worker: str, limit: int) -> None:
         conn = self.conn(worker)
-        best = [r[0] for r in conn.execute(
-            """SELECT id FROM queue_engine_job
+        best = [
+            r[0]
+            for r in conn.execute(
+                """SELECT id FROM queue_engine_job
                 WHERE state = 'available' AND queue = %s AND run_at <= now()
-                ORDER BY priority DESC, run_at, id LIMIT %s""", [QUEUE, limit])]
+                ORDER BY priority DESC, run_at, id LIMIT %s""",
+                [QUEUE, limit],
+            )
+        ]
         token = next(self.tokens)
-        claim = {"all_queues": False, "queues": [QUEUE], "labels": [], "limit": limit,
-                 "worker": worker, "token": token}
+        claim = {
+            "all_queues": False,
+            "queues": [QUEUE],
+            "labels": [],
+            "limit": limit,
+            "worker": worker,
+            "token": token,
+        }
         with conn.transaction():  # as runtime's settle-and-claim does
             conn.execute(sql.LOCK_CAPPED_QUEUES, claim)
             rows = conn.execute(sql.CLAIM, claim).fetchall()
@@ -224,15 +268,27 @@ class JobLifecycle(RuleBasedStateMachine):
     @rule(data=st.data())
     def complete(self, data: st.DataObject) -> None:
         worker, job_id, token = data.draw(st.sampled_from(self.held()), label="claim")
-        rows = self.conn(worker).execute(sql.SETTLE_SUCCEEDED, {
-            "ids": [job_id], "tokens": [token], "results": [json.dumps({"job": job_id})],
-        }).fetchall()
+        rows = (
+            self.conn(worker)
+            .execute(
+                sql.SETTLE_SUCCEEDED,
+                {
+                    "ids": [job_id],
+                    "tokens": [token],
+                    "results": [json.dumps({"job": job_id})],
+                },
+            )
+            .fetchall()
+        )
         assert [r[0] for r in rows] == [job_id]
         self.to_history(job_id, "succeeded", self.end_lease(job_id))
 
     @precondition(lambda self: self.held())
-    @rule(data=st.data(), fatal=st.sampled_from([False, False, True]),
-          delay=st.sampled_from([0.0, 0.0, 3600.0]))
+    @rule(
+        data=st.data(),
+        fatal=st.sampled_from([False, False, True]),
+        delay=st.sampled_from([0.0, 0.0, 3600.0]),
+    )
     def fail(self, data: st.DataObject, fatal: bool, delay: float) -> None:
         """A failed attempt, settled as runtime's Execution._failure decides."""
         worker, job_id, token = data.draw(st.sampled_from(self.held()), label="claim")
@@ -242,15 +298,26 @@ class JobLifecycle(RuleBasedStateMachine):
         self.end_lease(job_id)
         e.errors += 1
         if fatal or e.attempt >= e.max_attempts:
-            rows = conn.execute(sql.SETTLE_FAILED, {
-                "ids": [job_id], "tokens": [token], "errors": [error],
-            }).fetchall()
+            rows = conn.execute(
+                sql.SETTLE_FAILED,
+                {
+                    "ids": [job_id],
+                    "tokens": [token],
+                    "errors": [error],
+                },
+            ).fetchall()
             assert [r[0] for r in rows] == [job_id]
             self.to_history(job_id, "failed", worker)
         else:
-            rows = conn.execute(sql.SETTLE_RETRY, {
-                "ids": [job_id], "tokens": [token], "delays": [delay], "errors": [error],
-            }).fetchall()
+            rows = conn.execute(
+                sql.SETTLE_RETRY,
+                {
+                    "ids": [job_id],
+                    "tokens": [token],
+                    "delays": [delay],
+                    "errors": [error],
+                },
+            ).fetchall()
             e.state = "scheduled" if delay > 0 else "available"
             assert rows == [(job_id, QUEUE, e.state)]
 
@@ -258,10 +325,19 @@ class JobLifecycle(RuleBasedStateMachine):
     @rule(data=st.data(), new_payload=st.booleans())
     def snooze(self, data: st.DataObject, new_payload: bool) -> None:
         worker, job_id, token = data.draw(st.sampled_from(self.held()), label="claim")
-        rows = self.conn(worker).execute(sql.SETTLE_SNOOZED, {
-            "ids": [job_id], "tokens": [token], "delays": [0.0],
-            "payloads": [json.dumps({"cursor": 1}) if new_payload else None],
-        }).fetchall()
+        rows = (
+            self.conn(worker)
+            .execute(
+                sql.SETTLE_SNOOZED,
+                {
+                    "ids": [job_id],
+                    "tokens": [token],
+                    "delays": [0.0],
+                    "payloads": [json.dumps({"cursor": 1}) if new_payload else None],
+                },
+            )
+            .fetchall()
+        )
         assert rows == [(job_id, QUEUE, "available")]
         self.end_lease(job_id)
         e = self.jobs[job_id]
@@ -277,9 +353,17 @@ class JobLifecycle(RuleBasedStateMachine):
         """Shutdown timeout: the worker gives back everything it holds."""
         worker = self.holder(data)
         claims = dict(self.claims[worker])
-        rows = self.conn(worker).execute(sql.RELEASE, {
-            "ids": list(claims), "tokens": list(claims.values()),
-        }).fetchall()
+        rows = (
+            self.conn(worker)
+            .execute(
+                sql.RELEASE,
+                {
+                    "ids": list(claims),
+                    "tokens": list(claims.values()),
+                },
+            )
+            .fetchall()
+        )
         assert sorted(r[0] for r in rows) == sorted(claims)
         for job_id in claims:
             self.end_lease(job_id)
@@ -292,9 +376,17 @@ class JobLifecycle(RuleBasedStateMachine):
     def heartbeat(self, data: st.DataObject) -> None:
         worker = self.holder(data)
         claims = self.claims[worker]
-        rows = self.conn(worker).execute(sql.HEARTBEAT, {
-            "ids": list(claims), "tokens": list(claims.values()),
-        }).fetchall()
+        rows = (
+            self.conn(worker)
+            .execute(
+                sql.HEARTBEAT,
+                {
+                    "ids": list(claims),
+                    "tokens": list(claims.values()),
+                },
+            )
+            .fetchall()
+        )
         assert sorted(r[0] for r in rows) == sorted(claims), "a current lease was lost"
 
     @precondition(lambda self: self.held())
@@ -314,9 +406,18 @@ class JobLifecycle(RuleBasedStateMachine):
         the token is still current, so the settle is accepted."""
         job_id = data.draw(st.sampled_from(sorted(self.orphans)), label="orphan")
         worker, token = self.orphans[job_id]
-        rows = self.conn(worker).execute(sql.SETTLE_SUCCEEDED, {
-            "ids": [job_id], "tokens": [token], "results": ["null"],
-        }).fetchall()
+        rows = (
+            self.conn(worker)
+            .execute(
+                sql.SETTLE_SUCCEEDED,
+                {
+                    "ids": [job_id],
+                    "tokens": [token],
+                    "results": ["null"],
+                },
+            )
+            .fetchall()
+        )
         assert [r[0] for r in rows] == [job_id]
         self.to_history(job_id, "succeeded", self.end_lease(job_id))
 
@@ -364,9 +465,17 @@ class JobLifecycle(RuleBasedStateMachine):
     def rescue(self, data: st.DataObject) -> None:
         """Some leases expire (a hung worker stopped heartbeating but still believes it
         holds them); the leader rescues them."""
-        self.expire_and_rescue(data.draw(st.lists(
-            st.sampled_from(self.ids("live", "running")), min_size=1, max_size=3,
-            unique=True), label="expired"))
+        self.expire_and_rescue(
+            data.draw(
+                st.lists(
+                    st.sampled_from(self.ids("live", "running")),
+                    min_size=1,
+                    max_size=3,
+                    unique=True,
+                ),
+                label="expired",
+            )
+        )
 
     @precondition(lambda self: self.orphans)
     @rule()
@@ -376,11 +485,15 @@ class JobLifecycle(RuleBasedStateMachine):
 
     def expire_and_rescue(self, expired: list[int]) -> None:
         assert self.leader is not None
-        self.leader.execute("""UPDATE queue_engine_job
+        self.leader.execute(
+            """UPDATE queue_engine_job
                                   SET lease_expires_at = now() - interval '1 second'
-                                WHERE id = ANY(%s)""", [expired])
-        rows = self.leader.execute(sql.RESCUE_EXPIRED, {
-            "limit": 1000, "max_rescues": MAX_RESCUES}).fetchall()
+                                WHERE id = ANY(%s)""",
+            [expired],
+        )
+        rows = self.leader.execute(
+            sql.RESCUE_EXPIRED, {"limit": 1000, "max_rescues": MAX_RESCUES}
+        ).fetchall()
         want = []
         for job_id in sorted(expired):
             e = self.jobs[job_id]
@@ -400,8 +513,10 @@ class JobLifecycle(RuleBasedStateMachine):
     def promote(self, data: st.DataObject) -> None:
         job_id = data.draw(st.sampled_from(self.ids("live", "scheduled")), label="due")
         assert self.leader is not None
-        self.leader.execute("UPDATE queue_engine_job SET run_at = now() - interval '1 second'"
-                            " WHERE id = %s", [job_id])
+        self.leader.execute(
+            "UPDATE queue_engine_job SET run_at = now() - interval '1 second' WHERE id = %s",
+            [job_id],
+        )
         rows = self.leader.execute(sql.PROMOTE_SCHEDULED, {"limit": 1000}).fetchall()
         assert rows == [(QUEUE,)]
         self.jobs[job_id].state = "available"
@@ -409,8 +524,12 @@ class JobLifecycle(RuleBasedStateMachine):
     # --- operator actions ---------------------------------------------------------------
 
     @precondition(lambda self: self.jobs)
-    @rule(data=st.data(), action=st.sampled_from(
-        ["cancel", "redrive", "retry", "retry_many", "remove", "redrive_queue"]))
+    @rule(
+        data=st.data(),
+        action=st.sampled_from(
+            ["cancel", "redrive", "retry", "retry_many", "remove", "redrive_queue"]
+        ),
+    )
     def operator(self, data: st.DataObject, action: str) -> None:
         """One operator action (one rule for them all, so that they do not crowd out
         the workers' steps), on ids of any state, including ended and removed ones."""
@@ -419,6 +538,7 @@ class JobLifecycle(RuleBasedStateMachine):
     def some_ids(self, where: str) -> st.SearchStrategy[list[int]]:
         """Up to 3 ids of jobs `where` (live, history), or all of them (select all in
         the console), or up to 3 of any state."""
+
         def ids(pool: list[int]) -> st.SearchStrategy[list[int]]:
             return st.lists(st.sampled_from(pool), min_size=1, max_size=3, unique=True)
 
@@ -437,8 +557,7 @@ class JobLifecycle(RuleBasedStateMachine):
         assert self.audits_since() == ([("cancel", count)] if count else [])
         if running:  # the workers running them are told to stop
             assert self.listener is not None
-            told = [json.loads(n.payload)
-                    for n in self.listener.notifies(timeout=5, stop_after=1)]
+            told = [json.loads(n.payload) for n in self.listener.notifies(timeout=5, stop_after=1)]
             assert len(told) == 1 and sorted(told[0].pop("ids")) == running, told
             assert told[0] == {"action": "cancel", "by": ACTOR}, told
         for job_id in live:
@@ -468,8 +587,11 @@ class JobLifecycle(RuleBasedStateMachine):
         are left alone."""
         ids = data.draw(self.some_ids("history"), label="retry ids")
         count = ops.retry_jobs(ids, actor=ACTOR)
-        waiting = [i for i in ids if self.jobs[i].where == "live"
-                   and self.jobs[i].state in ("available", "scheduled")]
+        waiting = [
+            i
+            for i in ids
+            if self.jobs[i].where == "live" and self.jobs[i].state in ("available", "scheduled")
+        ]
         ended = [i for i in ids if self.jobs[i].where == "history"]
         assert count == len(waiting) + len(ended)
         assert self.audits_since() == [("retry", n) for n in (len(waiting), len(ended)) if n]
@@ -480,8 +602,11 @@ class JobLifecycle(RuleBasedStateMachine):
     def op_redrive(self, data: st.DataObject) -> None:
         ids = data.draw(self.some_ids("history"), label="redrive ids")
         count = ops.redrive_jobs(ids, actor=ACTOR)
-        ended = [i for i in ids if self.jobs[i].where == "history"
-                 and self.jobs[i].state in ("failed", "cancelled")]
+        ended = [
+            i
+            for i in ids
+            if self.jobs[i].where == "history" and self.jobs[i].state in ("failed", "cancelled")
+        ]
         assert count == len(ended)
         assert self.audits_since() == ([("redrive", count)] if count else [])
         self.redrive_batch(ended)
@@ -491,7 +616,7 @@ class JobLifecycle(RuleBasedStateMachine):
         dead = self.ids("history", "failed")
         count = ops.redrive_queue(QUEUE, actor=ACTOR, batch_size=2)
         assert count == len(dead)
-        batches = [dead[n:n + 2] for n in range(0, len(dead), 2)]
+        batches = [dead[n : n + 2] for n in range(0, len(dead), 2)]
         assert self.audits_since() == [("redrive_queue", len(b)) for b in batches]
         for batch in batches:
             self.redrive_batch(batch)
@@ -499,8 +624,12 @@ class JobLifecycle(RuleBasedStateMachine):
     def op_remove(self, data: st.DataObject) -> None:
         ids = data.draw(self.some_ids("live"), label="remove ids")
         count = ops.remove_jobs(ids, actor=ACTOR)
-        gone = [i for i in ids if self.jobs[i].where == "history"
-                or (self.jobs[i].where == "live" and self.jobs[i].state != "running")]
+        gone = [
+            i
+            for i in ids
+            if self.jobs[i].where == "history"
+            or (self.jobs[i].where == "live" and self.jobs[i].state != "running")
+        ]
         assert count == len(gone)
         assert self.audits_since() == ([("remove", count)] if count else [])
         for job_id in gone:
@@ -524,7 +653,10 @@ class JobLifecycle(RuleBasedStateMachine):
         assert not live.keys() & history.keys(), f"in both tables: {live.keys() & history.keys()}"
         assert sorted(live) == self.ids("live"), ("live table", sorted(live), self.ids("live"))
         assert sorted(history) == self.ids("history"), (
-            "history", sorted(history), self.ids("history"))
+            "history",
+            sorted(history),
+            self.ids("history"),
+        )
 
         # One lease per job at most, in the model and in the database.
         held = [i for claims in self.claims.values() for i in claims] + list(self.orphans)
@@ -545,7 +677,12 @@ class JobLifecycle(RuleBasedStateMachine):
         for job_id, (row, worker, document) in history.items():
             e = self.jobs[job_id]
             assert (*row, worker) == (*e.facts(), e.worker), (
-                job_id, "history", (*row, worker), "model", e)
+                job_id,
+                "history",
+                (*row, worker),
+                "model",
+                e,
+            )
             # A terminal row never changes until a redrive takes it back.
             first = self.frozen.setdefault(job_id, document)
             assert document == first, f"history row {job_id} changed:\n{first}\n{document}"

@@ -56,10 +56,16 @@ SKIPPED_BECAUSE: dict[Action, str] = {
     "redrive": "not dead or cancelled",
 }
 VERBS: dict[Action, str] = {
-    "cancel": "Cancel", "retry": "Retry", "remove": "Remove", "redrive": "Redrive",
+    "cancel": "Cancel",
+    "retry": "Retry",
+    "remove": "Remove",
+    "redrive": "Redrive",
 }
 DONE: dict[Action, str] = {
-    "cancel": "cancelled", "retry": "retried", "remove": "removed", "redrive": "redriven",
+    "cancel": "cancelled",
+    "retry": "retried",
+    "remove": "removed",
+    "redrive": "redriven",
 }
 RUN: dict[Action, Callable[..., int]] = {
     "cancel": ops.cancel_jobs,
@@ -126,6 +132,8 @@ def outcome_message(action: Action, confirmed: int, done: int) -> str:
     noun = "job" if done == 1 else "jobs"
     message = f"{done} {noun} {DONE[action]}."
     if done < confirmed:
-        message += (f" {confirmed - done} of the {confirmed} you confirmed had changed state "
-                    "in the meantime and were left as they are.")
+        message += (
+            f" {confirmed - done} of the {confirmed} you confirmed had changed state "
+            "in the meantime and were left as they are."
+        )
     return message

@@ -77,8 +77,9 @@ class Bridge:
         delay = 0.25
         while True:
             try:
-                async with await psycopg.AsyncConnection.connect(conninfo(),
-                                                                 autocommit=True) as conn:
+                async with await psycopg.AsyncConnection.connect(
+                    conninfo(), autocommit=True
+                ) as conn:
                     for channel in LISTEN_CHANNELS:
                         await conn.execute(f"LISTEN {channel}")
                     delay = 0.25

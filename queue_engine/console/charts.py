@@ -14,8 +14,11 @@ from queue_engine import tracking
 
 WIDTH, HEIGHT = 600, 140
 WINDOWS = {
-    "15m": timedelta(minutes=15), "1h": timedelta(hours=1), "24h": timedelta(days=1),
-    "7d": timedelta(days=7), "30d": timedelta(days=30),
+    "15m": timedelta(minutes=15),
+    "1h": timedelta(hours=1),
+    "24h": timedelta(days=1),
+    "7d": timedelta(days=7),
+    "30d": timedelta(days=30),
 }
 
 
@@ -75,24 +78,37 @@ def throughput(series: tracking.Series) -> Chart:
     gap = min(1.0, step * 0.15)
     for i, p in enumerate(points):
         base = float(HEIGHT)
-        for kind, value in (("succeeded", p.succeeded), ("failed", p.failed),
-                            ("cancelled", p.cancelled)):
+        for kind, value in (
+            ("succeeded", p.succeeded),
+            ("failed", p.failed),
+            ("cancelled", p.cancelled),
+        ):
             if not value:
                 continue
             height = value / top * HEIGHT
             base -= height
-            chart.bars.append(Bar(round(i * step + gap / 2, 2), round(base, 2),
-                                  round(step - gap, 2), round(height, 2), kind,
-                                  f"{p.at:%Y-%m-%d %H:%M} · {value} {kind}"))
+            chart.bars.append(
+                Bar(
+                    round(i * step + gap / 2, 2),
+                    round(base, 2),
+                    round(step - gap, 2),
+                    round(height, 2),
+                    kind,
+                    f"{p.at:%Y-%m-%d %H:%M} · {value} {kind}",
+                )
+            )
     return chart
 
 
 def latency(series: tracking.Series) -> Chart:
     points = series.points
-    wanted = [("wait_p95", "wait p95"), ("wait_p50", "wait p50"),
-              ("run_p95", "run p95"), ("run_p50", "run p50")]
-    values = [v for p in points for name, _ in wanted
-              if (v := getattr(p, name)) is not None]
+    wanted = [
+        ("wait_p95", "wait p95"),
+        ("wait_p50", "wait p50"),
+        ("run_p95", "run p95"),
+        ("run_p50", "run p50"),
+    ]
+    values = [v for p in points for name, _ in wanted if (v := getattr(p, name)) is not None]
     top = _nice(max(values, default=0.0))
     chart = Chart(series.start, series.end, top)
     if not points or top <= 0:
@@ -126,8 +142,10 @@ def sparkline_points(values: list[int], width: float = 120, height: float = 24) 
         return ""
     top = max(values) or 1
     step = width / max(len(values) - 1, 1)
-    return " ".join(f"{round(i * step, 1)},{round(height - v / top * (height - 2) - 1, 1)}"
-                    for i, v in enumerate(values))
+    return " ".join(
+        f"{round(i * step, 1)},{round(height - v / top * (height - 2) - 1, 1)}"
+        for i, v in enumerate(values)
+    )
 
 
 @dataclass
@@ -143,6 +161,7 @@ def queue_trends(queues: list[str], window: timedelta = timedelta(hours=1)) -> d
     for queue in queues:
         series = tracking.metric_series(window, queue=queue)
         ended = [p.ended for p in series.points]
-        trends[queue] = Trend(sparkline_points(ended), sum(ended),
-                              sum(p.failed for p in series.points))
+        trends[queue] = Trend(
+            sparkline_points(ended), sum(ended), sum(p.failed for p in series.points)
+        )
     return trends

@@ -165,8 +165,10 @@ class QueueConsumer(LiveConsumer):
             context = queue_context(self.queue_name)
         except Http404:  # the queue is gone: nothing to update
             return ""
-        return "".join(self.fragment(f"console/queue.html#{p}", context)
-                       for p in ("queue-counts", "queue-badge"))
+        return "".join(
+            self.fragment(f"console/queue.html#{p}", context)
+            for p in ("queue-counts", "queue-badge")
+        )
 
 
 class JobConsumer(LiveConsumer):
@@ -191,15 +193,18 @@ class JobConsumer(LiveConsumer):
         if FULL in dirty:
             context = detail_context(job)
             self.last_log_id = context["last_log_id"]
-            return "".join(self.fragment(f"console/job.html#{p}", context)
-                           for p in ("job-state", "job-result", "job-errors", "log-lines"))
+            return "".join(
+                self.fragment(f"console/job.html#{p}", context)
+                for p in ("job-state", "job-result", "job-errors", "log-lines")
+            )
         parts = [self.fragment("console/job.html#job-state", state_context(job))]
         if "jobs" in dirty:
             context = outcome_context(job)
-            parts += [self.fragment(f"console/job.html#{p}", context)
-                      for p in ("job-result", "job-errors")]
-        lines = queries.log_lines_after(self.job_id, self.last_log_id,
-                                        limit=queries.LOG_TAIL + 1)
+            parts += [
+                self.fragment(f"console/job.html#{p}", context)
+                for p in ("job-result", "job-errors")
+            ]
+        lines = queries.log_lines_after(self.job_id, self.last_log_id, limit=queries.LOG_TAIL + 1)
         if len(lines) > queries.LOG_TAIL:
             lines, cut = queries.log_tail(self.job_id)
             parts.append(self.fragment("console/job.html#log-lines", log_context(lines, cut)))

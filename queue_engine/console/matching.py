@@ -53,13 +53,18 @@ def filter_params(filters: queries.JobFilters) -> dict[str, str]:
     """The filter as form fields, with the time range fixed to an absolute start."""
     since = filters.since()
     return {
-        "queue": filters.queue, "state": filters.state, "kind": filters.kind, "q": filters.q,
-        "payload": filters.payload, "since": since.isoformat() if since else "",
+        "queue": filters.queue,
+        "state": filters.state,
+        "kind": filters.kind,
+        "q": filters.q,
+        "payload": filters.payload,
+        "since": since.isoformat() if since else "",
     }
 
 
-def _matching(model: type[Job] | type[JobRecord], params: dict[str, str],
-              upto: int) -> QuerySet[Any]:
+def _matching(
+    model: type[Job] | type[JobRecord], params: dict[str, str], upto: int
+) -> QuerySet[Any]:
     qs = model.objects.filter(id__lte=upto)
     if params.get("queue"):
         qs = qs.filter(queue=params["queue"])
@@ -105,8 +110,9 @@ def plan(action: actions.Action, params: dict[str, str], upto: int | None = None
             for row in _matching(model, params, upto).values("state").annotate(n=Count("id")):
                 by_state[row["state"]] += row["n"]
     skipped = sum(n for state, n in by_state.items() if state not in effects)
-    result.changes = [(n, state, effects[state]) for state, n in sorted(by_state.items())
-                      if state in effects]
+    result.changes = [
+        (n, state, effects[state]) for state, n in sorted(by_state.items()) if state in effects
+    ]
     result.count = sum(n for n, _, _ in result.changes)
     if skipped:
         result.skipped.append((skipped, actions.SKIPPED_BECAUSE[action]))
@@ -119,16 +125,26 @@ def batches(action: actions.Action, params: dict[str, str], upto: int) -> Iterat
     for model in _models(params):
         after = 0
         while True:
-            ids = list(_matching(model, params, upto).filter(id__gt=after, state__in=states)
-                       .order_by("id").values_list("id", flat=True)[:BATCH])
+            ids = list(
+                _matching(model, params, upto)
+                .filter(id__gt=after, state__in=states)
+                .order_by("id")
+                .values_list("id", flat=True)[:BATCH]
+            )
             if not ids:
                 break
             after = ids[-1]
             yield ids
 
 
-def execute(action: actions.Action, params: dict[str, str], upto: int, actor: Any,
-            progress: Any = None, total: int = 0) -> int:
+def execute(
+    action: actions.Action,
+    params: dict[str, str],
+    upto: int,
+    actor: Any,
+    progress: Any = None,
+    total: int = 0,
+) -> int:
     done = 0
     for ids in batches(action, params, upto):
         done += actions.execute(action, ids, actor)
@@ -137,21 +153,30 @@ def execute(action: actions.Action, params: dict[str, str], upto: int, actor: An
     return done
 
 
-@job(max_attempts=1,  # type: ignore[untyped-decorator]
-     name=lambda p: f"Console: {p['action']} {p['total']} matching jobs")
-def run_bulk(ctx: Any, action: str, filters: dict[str, str], upto: int, total: int,
-             actor: str) -> dict[str, int]:
+@job(
+    max_attempts=1,  # type: ignore[untyped-decorator]
+    name=lambda p: f"Console: {p['action']} {p['total']} matching jobs",
+)
+def run_bulk(
+    ctx: Any, action: str, filters: dict[str, str], upto: int, total: int, actor: str
+) -> dict[str, int]:
     """A console bulk action too large for one request, run by a worker with its progress."""
     if action not in actions.ACTIONS:
         raise ValueError(f"unknown bulk action {action!r}")
-    done = execute(action, filters, upto, actor, progress=ctx.progress,  # type: ignore[arg-type]
-                   total=total)
+    done = execute(
+        action,
+        filters,
+        upto,
+        actor,
+        progress=ctx.progress,  # type: ignore[arg-type]
+        total=total,
+    )
     return {"done": done, "confirmed": total}
 
 
 def start_in_background(plan_: MatchPlan, actor: str) -> int:
     """Enqueue `run_bulk` for this plan; returns the job's id."""
     enqueued = run_bulk.using(queue=option("DEFAULT_QUEUE")).enqueue(
-        action=plan_.action, filters=plan_.filters, upto=plan_.upto, total=plan_.count,
-        actor=actor)
+        action=plan_.action, filters=plan_.filters, upto=plan_.upto, total=plan_.count, actor=actor
+    )
     return int(enqueued.id)

@@ -52,10 +52,13 @@ class NarrowFilter(Exception):
     """A console query ran past the statement timeout."""
 
     def __init__(self, message: str = "") -> None:
-        super().__init__(message or (
-            "This query took too long on a table this size: narrow the filter "
-            "(a queue, a state or a kind) and try again."
-        ))
+        super().__init__(
+            message
+            or (
+                "This query took too long on a table this size: narrow the filter "
+                "(a queue, a state or a kind) and try again."
+            )
+        )
 
 
 @contextmanager
@@ -64,8 +67,7 @@ def time_limited() -> Iterator[None]:
     milliseconds = int(float(option("CONSOLE_STATEMENT_TIMEOUT")) * 1000)
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('statement_timeout', %s, true)",
-                           [str(milliseconds)])
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(milliseconds)])
             yield
     except OperationalError as exc:
         if isinstance(exc.__cause__, psycopg.errors.QueryCanceled):
@@ -123,15 +125,23 @@ def queue_stats(name: str | None = None) -> list[QueueStats]:
     oldest = Job.objects.filter(state="available")
     if name is not None:
         oldest = oldest.filter(queue=name)
-    waiting = dict(oldest.values("queue").annotate(oldest=Min("run_at"))
-                   .values_list("queue", "oldest").order_by())
+    waiting = dict(
+        oldest.values("queue")
+        .annotate(oldest=Min("run_at"))
+        .values_list("queue", "oldest")
+        .order_by()
+    )
     for queue in tracking.queue_counts(name):
-        stats.append(QueueStats(
-            name=queue.queue, paused=queue.paused, max_concurrency=limits.get(queue.queue),
-            counts={s: c.count for s, c in queue.states.items()},
-            exact={s: c.exact for s, c in queue.states.items()},
-            oldest_available=waiting.get(queue.queue),
-        ))
+        stats.append(
+            QueueStats(
+                name=queue.queue,
+                paused=queue.paused,
+                max_concurrency=limits.get(queue.queue),
+                counts={s: c.count for s, c in queue.states.items()},
+                exact={s: c.exact for s, c in queue.states.items()},
+                oldest_available=waiting.get(queue.queue),
+            )
+        )
     return stats
 
 
@@ -173,8 +183,9 @@ def recent_failures(scan: int = 500, limit: int = 8) -> list[FailureGroup]:
     """The newest dead jobs grouped by error class and message, most recent group first."""
     rows = (
         JobRecord.objects.filter(state="failed")
-        .annotate(error_class=RawSQL(LAST_ERROR_CLASS, []),
-                  error_message=RawSQL(LAST_ERROR_MESSAGE, []))
+        .annotate(
+            error_class=RawSQL(LAST_ERROR_CLASS, []), error_message=RawSQL(LAST_ERROR_MESSAGE, [])
+        )
         .order_by("-id")
         .values("id", "queue", "kind", "finished_at", "error_class", "error_message")[:scan]
     )
@@ -185,8 +196,9 @@ def recent_failures(scan: int = 500, limit: int = 8) -> list[FailureGroup]:
         key = (row["error_class"] or "", DIGITS.sub("#", message))
         group = groups.get(key)
         if group is None:
-            group = groups[key] = FailureGroup(key[0], message, 0, row["id"],
-                                               row["finished_at"], [], [])
+            group = groups[key] = FailureGroup(
+                key[0], message, 0, row["id"], row["finished_at"], [], []
+            )
         group.count += 1
         if row["queue"] not in group.queues:
             group.queues.append(row["queue"])
@@ -226,12 +238,17 @@ def dead_group_queryset(queue: str, error_class: str, upto: int) -> QuerySet[Job
     )
 
 
-def dead_group_batches(queue: str, error_class: str, upto: int,
-                       batch_size: int = 1000) -> Iterator[list[int]]:
+def dead_group_batches(
+    queue: str, error_class: str, upto: int, batch_size: int = 1000
+) -> Iterator[list[int]]:
     after = 0
     while True:
-        ids = list(dead_group_queryset(queue, error_class, upto).filter(id__gt=after)
-                   .order_by("id").values_list("id", flat=True)[:batch_size])
+        ids = list(
+            dead_group_queryset(queue, error_class, upto)
+            .filter(id__gt=after)
+            .order_by("id")
+            .values_list("id", flat=True)[:batch_size]
+        )
         if not ids:
             return
         after = ids[-1]
@@ -241,8 +258,12 @@ def dead_group_batches(queue: str, error_class: str, upto: int,
 # --- jobs -------------------------------------------------------------------------
 
 
-RANGES = {"15m": timedelta(minutes=15), "1h": timedelta(hours=1), "24h": timedelta(days=1),
-          "7d": timedelta(days=7)}
+RANGES = {
+    "15m": timedelta(minutes=15),
+    "1h": timedelta(hours=1),
+    "24h": timedelta(days=1),
+    "7d": timedelta(days=7),
+}
 
 
 @dataclass
@@ -272,8 +293,7 @@ class JobFilters:
 
     @property
     def active(self) -> bool:
-        return bool(self.queue or self.state or self.kind or self.q or self.range
-                    or self.payload)
+        return bool(self.queue or self.state or self.kind or self.q or self.range or self.payload)
 
     @property
     def job_id(self) -> int | None:
@@ -287,8 +307,10 @@ class JobFilters:
     def tracking_filter(self) -> tracking.JobFilter:
         payload = parse_payload_filter(self.payload) if self.payload else None
         if self.payload and payload is None:
-            self.errors.append('The payload filter must be a JSON object, like {"to": '
-                               '"a@example.com"}; it was left out.')
+            self.errors.append(
+                'The payload filter must be a JSON object, like {"to": '
+                '"a@example.com"}; it was left out.'
+            )
         return tracking.JobFilter(
             queue=self.queue or None,
             state=self.state or None,  # type: ignore[arg-type]
@@ -308,12 +330,14 @@ def parse_payload_filter(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def job_page(filters: JobFilters, before: int | None = None, after: int | None = None,
-             limit: int = PAGE_SIZE) -> tracking.JobPage:
+def job_page(
+    filters: JobFilters, before: int | None = None, after: int | None = None, limit: int = PAGE_SIZE
+) -> tracking.JobPage:
     """One page of jobs, live and ended together, newest first."""
     try:
-        return tracking.list_jobs(filters.tracking_filter(), before=before, after=after,
-                                  limit=limit)
+        return tracking.list_jobs(
+            filters.tracking_filter(), before=before, after=after, limit=limit
+        )
     except tracking.NarrowYourFilter as exc:
         raise NarrowFilter(str(exc)) from exc
 
@@ -331,7 +355,7 @@ def job_states(ids: list[int]) -> dict[int, str]:
 
 def log_tail(job_id: int, limit: int = LOG_TAIL) -> tuple[list[JobLog], bool]:
     """The last `limit` log lines of a job in order, and whether older lines were left out."""
-    lines = list(JobLog.objects.filter(job_id=job_id).order_by("-id")[:limit + 1])
+    lines = list(JobLog.objects.filter(job_id=job_id).order_by("-id")[: limit + 1])
     cut = len(lines) > limit
     lines = lines[:limit]
     lines.reverse()
@@ -345,8 +369,9 @@ def log_lines_after(job_id: int, after_id: int, limit: int = LOG_TAIL) -> list[J
 # --- audit ------------------------------------------------------------------------
 
 
-def audit_page(before: int | None, actor: str = "", action: str = "",
-               limit: int = PAGE_SIZE) -> tuple[list[AuditEvent], int | None]:
+def audit_page(
+    before: int | None, actor: str = "", action: str = "", limit: int = PAGE_SIZE
+) -> tuple[list[AuditEvent], int | None]:
     qs = AuditEvent.objects.order_by("-id")
     if before is not None:
         qs = qs.filter(id__lt=before)
@@ -354,6 +379,6 @@ def audit_page(before: int | None, actor: str = "", action: str = "",
         qs = qs.filter(actor=actor)
     if action:
         qs = qs.filter(action=action)
-    events = list(qs[:limit + 1])
+    events = list(qs[: limit + 1])
     older = events[limit - 1].id if len(events) > limit else None
     return events[:limit], older

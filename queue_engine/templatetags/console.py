@@ -64,8 +64,11 @@ def duration(value: timedelta | float | int | None) -> str:
     if seconds < 60:
         return f"{seconds:.1f} s"
     whole = int(seconds)
-    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "min", 60),
-                                      ("min", 60, "s", 1)):
+    for unit, size, sub, sub_size in (
+        ("d", 86400, "h", 3600),
+        ("h", 3600, "min", 60),
+        ("min", 60, "s", 1),
+    ):
         if whole >= size:
             rest = whole % size // sub_size
             return f"{whole // size} {unit}" + (f" {rest} {sub}" if rest else "")
@@ -105,8 +108,7 @@ def get(mapping: dict[str, Any], key: str) -> Any:
     return mapping.get(key)
 
 
-LEVELS = {"warning": "warn", "critical": "crit", "error": "error", "info": "info",
-          "debug": "debug"}
+LEVELS = {"warning": "warn", "critical": "crit", "error": "error", "info": "info", "debug": "debug"}
 
 
 @register.filter

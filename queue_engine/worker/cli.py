@@ -13,25 +13,43 @@ from queue_engine.conf import option
 
 
 def add_arguments(parser: ArgumentParser) -> None:
-    parser.add_argument("--queues", default="",
-                        help="comma-separated queue names to work (default: every queue)")
-    parser.add_argument("--concurrency", type=int, default=10,
-                        help="jobs run at once by each process (default 10)")
-    parser.add_argument("--processes", type=int, default=1,
-                        help="worker processes to start and supervise (default 1)")
-    parser.add_argument("--labels", default="",
-                        help="comma-separated labels; only jobs whose required labels are all "
-                        "here are claimed")
+    parser.add_argument(
+        "--queues", default="", help="comma-separated queue names to work (default: every queue)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=10, help="jobs run at once by each process (default 10)"
+    )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="worker processes to start and supervise (default 1)",
+    )
+    parser.add_argument(
+        "--labels",
+        default="",
+        help="comma-separated labels; only jobs whose required labels are all here are claimed",
+    )
     parser.add_argument("--worker-id", default="", help="name of this worker (default host-pid)")
-    parser.add_argument("--burst", action="store_true",
-                        help="run what is runnable now, then exit 0")
-    parser.add_argument("--shutdown-timeout", type=float, default=None,
-                        help="seconds running jobs get to finish on SIGTERM "
-                        "(default QUEUE_ENGINE['SHUTDOWN_TIMEOUT'])")
-    parser.add_argument("--poll-interval", type=float, default=None,
-                        help="seconds between polls when no notification arrives")
-    parser.add_argument("--no-leader", action="store_true",
-                        help="never run the leader services in this process")
+    parser.add_argument(
+        "--burst", action="store_true", help="run what is runnable now, then exit 0"
+    )
+    parser.add_argument(
+        "--shutdown-timeout",
+        type=float,
+        default=None,
+        help="seconds running jobs get to finish on SIGTERM "
+        "(default QUEUE_ENGINE['SHUTDOWN_TIMEOUT'])",
+    )
+    parser.add_argument(
+        "--poll-interval",
+        type=float,
+        default=None,
+        help="seconds between polls when no notification arrives",
+    )
+    parser.add_argument(
+        "--no-leader", action="store_true", help="never run the leader services in this process"
+    )
 
 
 def split(text: str) -> list[str]:
@@ -56,19 +74,24 @@ def run(options: dict[str, Any]) -> None:
     for alias in connections:
         connections[alias].settings_dict["CONN_MAX_AGE"] = 300
         connections[alias].settings_dict["CONN_HEALTH_CHECKS"] = True
-    worker = Worker(WorkerOptions(
-        conninfo=conninfo(),
-        queues=split(options["queues"]),
-        concurrency=options["concurrency"],
-        labels=sorted(split(options["labels"])),
-        worker_id=options["worker_id"],
-        burst=options["burst"],
-        poll_interval=options["poll_interval"] or float(option("POLL_INTERVAL")),
-        shutdown_timeout=(options["shutdown_timeout"] if options["shutdown_timeout"] is not None
-                          else float(option("SHUTDOWN_TIMEOUT"))),
-        max_rescues=int(option("MAX_RESCUES")),
-        leader=not options["no_leader"],
-    ))
+    worker = Worker(
+        WorkerOptions(
+            conninfo=conninfo(),
+            queues=split(options["queues"]),
+            concurrency=options["concurrency"],
+            labels=sorted(split(options["labels"])),
+            worker_id=options["worker_id"],
+            burst=options["burst"],
+            poll_interval=options["poll_interval"] or float(option("POLL_INTERVAL")),
+            shutdown_timeout=(
+                options["shutdown_timeout"]
+                if options["shutdown_timeout"] is not None
+                else float(option("SHUTDOWN_TIMEOUT"))
+            ),
+            max_rescues=int(option("MAX_RESCUES")),
+            leader=not options["no_leader"],
+        )
+    )
     sys.exit(asyncio.run(worker.run()))
 
 

@@ -65,8 +65,9 @@ class JobContext:
         text = self._execution.outputs
         return json.loads(text) if text else {}
 
-    def spawn_into(self, join: str, job: Any, *args: Any, key: str | None = None,
-                   **kwargs: Any) -> int:
+    def spawn_into(
+        self, join: str, job: Any, *args: Any, key: str | None = None, **kwargs: Any
+    ) -> int:
         """Add a child that the join node `join` must also wait for (dynamic join).
 
         Allowed while this job runs and holds an edge into `join`; the child may
@@ -76,22 +77,22 @@ class JobContext:
 
         return spawn_into(self._execution, join, [(job, args, kwargs, key)])[0]
 
-    def fan_out_into(self, join: str, job: Any,
-                     calls: list[dict[str, Any]]) -> list[int]:
+    def fan_out_into(self, join: str, job: Any, calls: list[dict[str, Any]]) -> list[int]:
         """`spawn_into` for many children at once (one call = one dict of arguments)."""
         from queue_engine.flow_runtime import spawn_into
 
         return spawn_into(self._execution, join, [(job, (), call, None) for call in calls])
 
-    async def aspawn_into(self, join: str, job: Any, *args: Any, key: str | None = None,
-                          **kwargs: Any) -> int:
+    async def aspawn_into(
+        self, join: str, job: Any, *args: Any, key: str | None = None, **kwargs: Any
+    ) -> int:
         from asgiref.sync import sync_to_async
 
         return await sync_to_async(self.spawn_into, thread_sensitive=False)(
-            join, job, *args, key=key, **kwargs)
+            join, job, *args, key=key, **kwargs
+        )
 
-    async def afan_out_into(self, join: str, job: Any,
-                            calls: list[dict[str, Any]]) -> list[int]:
+    async def afan_out_into(self, join: str, job: Any, calls: list[dict[str, Any]]) -> list[int]:
         from asgiref.sync import sync_to_async
 
         return await sync_to_async(self.fan_out_into, thread_sensitive=False)(join, job, calls)
@@ -138,9 +139,14 @@ class JobContext:
                     raise LeaseLost(f"job {self.job_id} is no longer held by this worker")
             yield
             with connection.cursor() as cursor:
-                cursor.execute(sql.SETTLE_SUCCEEDED, {
-                    "ids": [self.job_id], "tokens": [self._execution.token], "results": [None],
-                })
+                cursor.execute(
+                    sql.SETTLE_SUCCEEDED,
+                    {
+                        "ids": [self.job_id],
+                        "tokens": [self._execution.token],
+                        "results": [None],
+                    },
+                )
                 if cursor.fetchone() is None:
                     raise LeaseLost(f"job {self.job_id} is no longer held by this worker")
         self._execution.completed_in_transaction = True

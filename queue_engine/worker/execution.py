@@ -66,8 +66,20 @@ class Execution:
 
     def __init__(self, worker: Worker, row: tuple[Any, ...], token: int) -> None:
         # backoff and meta arrive as JSON text, parsed only when needed.
-        (self.job_id, self.kind, self.queue, self.payload, self.attempt, self.max_attempts,
-         self.backoff, self.flow_id, self.node_key, self.meta, self.outputs, _lock) = row
+        (
+            self.job_id,
+            self.kind,
+            self.queue,
+            self.payload,
+            self.attempt,
+            self.max_attempts,
+            self.backoff,
+            self.flow_id,
+            self.node_key,
+            self.meta,
+            self.outputs,
+            _lock,
+        ) = row
         self.worker = worker
         self.token = token
         self.definition: JobDefinition | None = registry.get(self.kind)
@@ -94,8 +106,7 @@ class Execution:
 
     def write_log(self, stream: str, text: str, *, level: str = "") -> None:
         self.worker.logs.append(
-            (self.job_id, self.attempt, next(self._log_seq), stream, level,
-             datetime.now(UTC), text)
+            (self.job_id, self.attempt, next(self._log_seq), stream, level, datetime.now(UTC), text)
         )
 
     def write_stream(self, stream: str, text: str) -> None:
@@ -136,8 +147,7 @@ class Execution:
                 result = await self._run_async(definition)
             else:
                 loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(self.worker.threads, self._run_sync,
-                                                    definition)
+                result = await loop.run_in_executor(self.worker.threads, self._run_sync, definition)
         except asyncio.CancelledError:
             if not self.cancelled.is_set():
                 raise  # the worker itself is stopping
@@ -191,17 +201,25 @@ class Execution:
             args.insert(0, JobContext(self))
         return args, kwargs
 
-    def _task_context(self, definition: JobDefinition, args: list[Any],
-                      kwargs: dict[str, Any]) -> Any:
+    def _task_context(
+        self, definition: JobDefinition, args: list[Any], kwargs: dict[str, Any]
+    ) -> Any:
         from django.tasks.base import TaskContext, TaskResult, TaskResultStatus
         from django.utils.module_loading import import_string
 
         result = TaskResult(
-            task=import_string(self.kind), id=str(self.job_id), status=TaskResultStatus.RUNNING,
-            enqueued_at=None, started_at=None, finished_at=None, last_attempted_at=None,
-            args=args, kwargs=kwargs, backend=self.meta_dict().get("django_task_backend",
-                                                                   "default"),
-            errors=[], worker_ids=[self.worker.worker_id] * self.attempt,
+            task=import_string(self.kind),
+            id=str(self.job_id),
+            status=TaskResultStatus.RUNNING,
+            enqueued_at=None,
+            started_at=None,
+            finished_at=None,
+            last_attempted_at=None,
+            args=args,
+            kwargs=kwargs,
+            backend=self.meta_dict().get("django_task_backend", "default"),
+            errors=[],
+            worker_ids=[self.worker.worker_id] * self.attempt,
         )
         return TaskContext(task_result=result)
 
@@ -236,16 +254,20 @@ class Execution:
             return self._failure(error, retryable=self.is_async)
         return Outcome("dropped", self)  # cancelled elsewhere: the row already moved
 
-    def _failure(self, exc: BaseException, *, retryable: bool,
-                 delay: float | None = None) -> Outcome:
-        error = json.dumps({
-            "attempt": self.attempt,
-            "class": f"{type(exc).__module__}.{type(exc).__qualname__}",
-            "message": str(exc)[:2000],
-            "traceback": "".join(traceback.format_exception(exc))[-20000:],
-            "worker": self.worker.worker_id,
-            "at": datetime.now(UTC).isoformat(),
-        }, default=str)
+    def _failure(
+        self, exc: BaseException, *, retryable: bool, delay: float | None = None
+    ) -> Outcome:
+        error = json.dumps(
+            {
+                "attempt": self.attempt,
+                "class": f"{type(exc).__module__}.{type(exc).__qualname__}",
+                "message": str(exc)[:2000],
+                "traceback": "".join(traceback.format_exception(exc))[-20000:],
+                "worker": self.worker.worker_id,
+                "at": datetime.now(UTC).isoformat(),
+            },
+            default=str,
+        )
         if not retryable or self.attempt >= self.max_attempts:
             return Outcome("failed", self, error=error)
         if delay is None:
@@ -253,6 +275,8 @@ class Execution:
         return Outcome("retry", self, error=error, delay=max(delay, 0.0))
 
     def _backoff(self) -> Backoff:
-        return (Backoff.from_json(json.loads(self.backoff) if self.backoff else None)
-                or (self.definition.backoff if self.definition else None)
-                or DEFAULT_BACKOFF)
+        return (
+            Backoff.from_json(json.loads(self.backoff) if self.backoff else None)
+            or (self.definition.backoff if self.definition else None)
+            or DEFAULT_BACKOFF
+        )

@@ -58,8 +58,7 @@ class Leader:
                 raise
             except psycopg.Error as exc:
                 if self.is_leader:
-                    log.warning("leader: %s; leadership dropped",
-                                " ".join(str(exc).split())[:200])
+                    log.warning("leader: %s; leadership dropped", " ".join(str(exc).split())[:200])
                 self.is_leader = False
                 await self.connection.close()
                 await asyncio.sleep(ELECTION_INTERVAL)
@@ -97,9 +96,13 @@ class Leader:
 
     async def _rescue(self, conn: psycopg.AsyncConnection) -> None:
         async with conn.transaction():
-            cur = await conn.execute(sql.RESCUE_EXPIRED, {
-                "limit": BATCH, "max_rescues": self.worker.options.max_rescues,
-            })
+            cur = await conn.execute(
+                sql.RESCUE_EXPIRED,
+                {
+                    "limit": BATCH,
+                    "max_rescues": self.worker.options.max_rescues,
+                },
+            )
             rows = await cur.fetchall()
             revived = sorted({queue for what, _, queue in rows if what == "revived"})
             if revived:
@@ -111,9 +114,13 @@ class Leader:
                 if flows:
                     await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
         for what, job_id, _ in rows:
-            log.warning("job %s: lease expired; %s", job_id,
-                        "back to available" if what == "revived" else "dead-lettered "
-                        "(rescued too often or out of attempts)")
+            log.warning(
+                "job %s: lease expired; %s",
+                job_id,
+                "back to available"
+                if what == "revived"
+                else "dead-lettered (rescued too often or out of attempts)",
+            )
 
     async def close(self) -> None:
         await self.connection.close()

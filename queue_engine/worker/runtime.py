@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -48,8 +49,9 @@ class Worker:
         self.options = options
         self.worker_id = options.worker_id or f"{socket.gethostname()}-{os.getpid()}"
         self.concurrency = max(1, options.concurrency)
-        self.threads = ThreadPoolExecutor(max_workers=self.concurrency * 2,
-                                          thread_name_prefix="job")
+        self.threads = ThreadPoolExecutor(
+            max_workers=self.concurrency * 2, thread_name_prefix="job"
+        )
         self.inflight: dict[int, Execution] = {}
         self.outcomes: list[Outcome] = []
         self.logs: list[tuple[Any, ...]] = []
@@ -79,9 +81,13 @@ class Worker:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._on_signal)
         await self._register()
-        log.info("worker %s started: queues=%s concurrency=%d labels=%s", self.worker_id,
-                 ",".join(self.options.queues) or "all", self.concurrency,
-                 ",".join(self.options.labels) or "-")
+        log.info(
+            "worker %s started: queues=%s concurrency=%d labels=%s",
+            self.worker_id,
+            ",".join(self.options.queues) or "all",
+            self.concurrency,
+            ",".join(self.options.labels) or "-",
+        )
         self._tasks = [
             asyncio.create_task(self._listen_loop(), name="listener"),
             asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
@@ -101,8 +107,11 @@ class Worker:
         if self._signals > 1:
             log.warning("second signal: aborting now; running jobs come back after their lease")
             os._exit(1)
-        log.info("stopping: no more claims; waiting up to %ss for %d running job(s)",
-                 self.options.shutdown_timeout, len(self.inflight))
+        log.info(
+            "stopping: no more claims; waiting up to %ss for %d running job(s)",
+            self.options.shutdown_timeout,
+            len(self.inflight),
+        )
         self.stopping = True
         self.wakeup.set()
 
@@ -111,11 +120,12 @@ class Worker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._flush_logs_and_progress()
-        try:
-            await self.aux.run(lambda c: c.execute(sql.UNREGISTER_WORKER, [self.worker_id]),
-                               what="unregister", attempts=3)
-        except psycopg.Error:
-            pass
+        with contextlib.suppress(psycopg.Error):
+            await self.aux.run(
+                lambda c: c.execute(sql.UNREGISTER_WORKER, [self.worker_id]),
+                what="unregister",
+                attempts=3,
+            )
         for conn in (self.claimer, *self._extra_lanes, self.aux, self.listener):
             await conn.close()
         await self.leader.close()
@@ -124,8 +134,11 @@ class Worker:
 
     async def _register(self) -> None:
         params = {
-            "id": self.worker_id, "host": socket.gethostname(), "pid": os.getpid(),
-            "queues": self.options.queues, "labels": self.options.labels,
+            "id": self.worker_id,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "queues": self.options.queues,
+            "labels": self.options.labels,
             "concurrency": self.concurrency,
         }
         await self.aux.run(lambda c: c.execute(sql.REGISTER_WORKER, params), what="register")
@@ -138,8 +151,10 @@ class Worker:
         Two lanes on two connections let one lane's round trip to Postgres overlap
         the other lane's Python work; they share the slots and the finished jobs.
         """
-        lanes = [self.claimer] + [Connection(self.options.conninfo, f"claimer-{i}")
-                                  for i in range(1, min(LANES, self.concurrency))]
+        lanes = [self.claimer] + [
+            Connection(self.options.conninfo, f"claimer-{i}")
+            for i in range(1, min(LANES, self.concurrency))
+        ]
         self._extra_lanes = lanes[1:]
         self.lane_share = -(-self.concurrency // len(lanes))
         await asyncio.gather(*(self._lane(conn) for conn in lanes))
@@ -159,8 +174,12 @@ class Worker:
             free = min(self.concurrency - len(self.inflight) - self.reserved, self.lane_share)
             want = free if (free > 0 and self.maybe_more and not self.stopping) else 0
             if not self.outcomes and want == 0:
-                if (self.options.burst and not self.inflight and not self.maybe_more
-                        and not self.reserved):
+                if (
+                    self.options.burst
+                    and not self.inflight
+                    and not self.maybe_more
+                    and not self.reserved
+                ):
                     promoted = await self.leader.promote_due()
                     if not promoted and not (self.inflight or self.reserved or self.outcomes):
                         self._finish()  # re-checked: the other lane may have claimed meanwhile
@@ -177,8 +196,11 @@ class Worker:
                 self.reserved -= want
             if want:
                 self.maybe_more = len(rows) >= want
-            if any(o.execution.flow_id is not None or (o.kind in ("retry", "snoozed", "released")
-                                                       and o.delay <= 0) for o in outcomes):
+            if any(
+                o.execution.flow_id is not None
+                or (o.kind in ("retry", "snoozed", "released") and o.delay <= 0)
+                for o in outcomes
+            ):
                 self.maybe_more = True  # this settle may have made jobs runnable
             for row in rows:
                 self._start(row, token)
@@ -218,14 +240,18 @@ class Worker:
         self.outcomes.append(outcome)
         self.wakeup.set()
 
-    async def _settle_and_claim(self, lane: Connection, outcomes: list[Outcome],
-                                want: int) -> tuple[list[tuple[Any, ...]], int]:
+    async def _settle_and_claim(
+        self, lane: Connection, outcomes: list[Outcome], want: int
+    ) -> tuple[list[tuple[Any, ...]], int]:
         """Settle finished jobs and claim the next batch in one transaction, one round trip."""
         token = random.getrandbits(62)
         batch = SettleBatch.of(outcomes)
         claim = {
-            "all_queues": not self.options.queues, "queues": self.options.queues,
-            "labels": self.options.labels, "limit": want, "worker": self.worker_id,
+            "all_queues": not self.options.queues,
+            "queues": self.options.queues,
+            "labels": self.options.labels,
+            "limit": want,
+            "worker": self.worker_id,
             "token": token,
         }
 
@@ -297,8 +323,10 @@ class Worker:
             except asyncio.CancelledError:
                 raise
             except psycopg.Error as exc:
-                log.warning("listener: %s; reconnecting (polling meanwhile)",
-                            " ".join(str(exc).split())[:200])
+                log.warning(
+                    "listener: %s; reconnecting (polling meanwhile)",
+                    " ".join(str(exc).split())[:200],
+                )
                 await self.listener.close()
                 await asyncio.sleep(0.5)
 
@@ -325,28 +353,36 @@ class Worker:
             if time.monotonic() - last < interval:
                 continue
             last = time.monotonic()
-            try:
+            with contextlib.suppress(psycopg.Error):  # logged by run(); the next beat retries
                 await self.aux.run(self._heartbeat, what="heartbeat", attempts=1)
-            except psycopg.Error:
-                pass  # logged by run(); the next beat retries
 
     async def _heartbeat(self, conn: psycopg.AsyncConnection) -> None:
         executions = list(self.inflight.values())
         async with conn.transaction():
-            await conn.execute(sql.WORKER_HEARTBEAT, {
-                "id": self.worker_id, "in_flight": len(executions),
-                "is_leader": self.leader.is_leader,
-            })
+            await conn.execute(
+                sql.WORKER_HEARTBEAT,
+                {
+                    "id": self.worker_id,
+                    "in_flight": len(executions),
+                    "is_leader": self.leader.is_leader,
+                },
+            )
             if not executions:
                 return
-            cur = await conn.execute(sql.HEARTBEAT, {
-                "ids": [e.job_id for e in executions], "tokens": [e.token for e in executions],
-            })
+            cur = await conn.execute(
+                sql.HEARTBEAT,
+                {
+                    "ids": [e.job_id for e in executions],
+                    "tokens": [e.token for e in executions],
+                },
+            )
             held = {row[0] for row in await cur.fetchall()}
         for execution in executions:
             if execution.job_id not in held and self.inflight.get(execution.job_id) is execution:
-                log.warning("job %s: lease lost (cancelled, rescued or removed); stopping it",
-                            execution.job_id)
+                log.warning(
+                    "job %s: lease lost (cancelled, rescued or removed); stopping it",
+                    execution.job_id,
+                )
                 execution.cancel("lease lost")
 
     async def _flush_loop(self) -> None:
@@ -367,18 +403,39 @@ class Worker:
         async def action(conn: psycopg.AsyncConnection) -> None:
             async with conn.transaction():
                 if logs:
-                    await conn.execute(sql.INSERT_LOGS, dict(zip(
-                        ("job_ids", "attempts", "seqs", "streams", "levels", "ats", "texts"),
-                        columns, strict=True)))
+                    await conn.execute(
+                        sql.INSERT_LOGS,
+                        dict(
+                            zip(
+                                (
+                                    "job_ids",
+                                    "attempts",
+                                    "seqs",
+                                    "streams",
+                                    "levels",
+                                    "ats",
+                                    "texts",
+                                ),
+                                columns,
+                                strict=True,
+                            )
+                        ),
+                    )
                 if progress:
                     ids = list(progress)
-                    await conn.execute(sql.PROGRESS, {
-                        "ids": ids, "tokens": [progress[i][0] for i in ids],
-                        "fractions": [progress[i][1] for i in ids],
-                        "messages": [progress[i][2] for i in ids],
-                    })
-                await conn.execute(sql.NOTIFY_EVENT, [json.dumps(
-                    {"type": "log" if logs else "progress", "ids": job_ids})])
+                    await conn.execute(
+                        sql.PROGRESS,
+                        {
+                            "ids": ids,
+                            "tokens": [progress[i][0] for i in ids],
+                            "fractions": [progress[i][1] for i in ids],
+                            "messages": [progress[i][2] for i in ids],
+                        },
+                    )
+                await conn.execute(
+                    sql.NOTIFY_EVENT,
+                    [json.dumps({"type": "log" if logs else "progress", "ids": job_ids})],
+                )
 
         try:
             await self.aux.run(action, what="write logs", attempts=3)
@@ -393,8 +450,12 @@ class Worker:
                 definition = execution.definition
                 timeout = definition.idle_timeout if definition else None
                 if timeout and now - execution.touched_at > timeout:
-                    log.warning("job %s: idle for more than %ss; %s", execution.job_id,
-                                timeout, "cancelling" if execution.is_async else "abandoning")
+                    log.warning(
+                        "job %s: idle for more than %ss; %s",
+                        execution.job_id,
+                        timeout,
+                        "cancelling" if execution.is_async else "abandoning",
+                    )
                     execution.cancel("idle timeout")
 
 
@@ -423,55 +484,118 @@ class SettleBatch:
 
     async def execute(self, conn: psycopg.AsyncConnection) -> None:
         """Queue the settle statements (in pipeline mode: sent together with the claim)."""
+
         def ids_tokens(items: list[Outcome]) -> dict[str, Any]:
-            return {"ids": [o.execution.job_id for o in items],
-                    "tokens": [o.execution.token for o in items]}
+            return {
+                "ids": [o.execution.job_id for o in items],
+                "tokens": [o.execution.token for o in items],
+            }
 
         statements: list[tuple[str, str, list[Outcome], dict[str, Any]]] = []
         plain = [o for o in self.succeeded if o.execution.flow_id is None]
         in_flows = [o for o in self.succeeded if o.execution.flow_id is not None]
         if plain:
-            statements.append(("succeeded", sql.SETTLE_SUCCEEDED, plain, {
-                **ids_tokens(plain), "results": [o.result for o in plain]}))
+            statements.append(
+                (
+                    "succeeded",
+                    sql.SETTLE_SUCCEEDED,
+                    plain,
+                    {**ids_tokens(plain), "results": [o.result for o in plain]},
+                )
+            )
         if in_flows:
-            statements.append(("flow", sql_flows.SETTLE_SUCCEEDED_FLOW, in_flows, {
-                **ids_tokens(in_flows), "results": [o.result for o in in_flows]}))
+            statements.append(
+                (
+                    "flow",
+                    sql_flows.SETTLE_SUCCEEDED_FLOW,
+                    in_flows,
+                    {**ids_tokens(in_flows), "results": [o.result for o in in_flows]},
+                )
+            )
         if self.failed:
-            statements.append(("failed", sql.SETTLE_FAILED, self.failed, {
-                **ids_tokens(self.failed), "errors": [o.error for o in self.failed]}))
+            statements.append(
+                (
+                    "failed",
+                    sql.SETTLE_FAILED,
+                    self.failed,
+                    {**ids_tokens(self.failed), "errors": [o.error for o in self.failed]},
+                )
+            )
         if self.retry:
-            statements.append(("retried", sql.SETTLE_RETRY, self.retry, {
-                **ids_tokens(self.retry), "delays": [o.delay for o in self.retry],
-                "errors": [o.error for o in self.retry]}))
+            statements.append(
+                (
+                    "retried",
+                    sql.SETTLE_RETRY,
+                    self.retry,
+                    {
+                        **ids_tokens(self.retry),
+                        "delays": [o.delay for o in self.retry],
+                        "errors": [o.error for o in self.retry],
+                    },
+                )
+            )
         if self.snoozed:
-            statements.append(("snoozed", sql.SETTLE_SNOOZED, self.snoozed, {
-                **ids_tokens(self.snoozed), "delays": [o.delay for o in self.snoozed],
-                "payloads": [o.payload for o in self.snoozed]}))
+            statements.append(
+                (
+                    "snoozed",
+                    sql.SETTLE_SNOOZED,
+                    self.snoozed,
+                    {
+                        **ids_tokens(self.snoozed),
+                        "delays": [o.delay for o in self.snoozed],
+                        "payloads": [o.payload for o in self.snoozed],
+                    },
+                )
+            )
         if self.released:
-            statements.append(("released", sql.RELEASE, self.released,
-                               ids_tokens(self.released)))
+            statements.append(("released", sql.RELEASE, self.released, ids_tokens(self.released)))
         if self.results:
-            statements.append(("results", sql.RECORD_RESULT, self.results, {
-                "ids": [o.execution.job_id for o in self.results],
-                "results": [o.result for o in self.results]}))
+            statements.append(
+                (
+                    "results",
+                    sql.RECORD_RESULT,
+                    self.results,
+                    {
+                        "ids": [o.execution.job_id for o in self.results],
+                        "results": [o.result for o in self.results],
+                    },
+                )
+            )
         for name, statement, items, params in statements:
             cursor = conn.cursor()
             self.cursors.append((name, len(items), cursor))
             await cursor.execute(statement, params)
-        flows = sorted({o.execution.flow_id for o in self.succeeded + self.failed
-                        if o.execution.flow_id is not None})
+        flows = sorted(
+            {
+                o.execution.flow_id
+                for o in self.succeeded + self.failed
+                if o.execution.flow_id is not None
+            }
+        )
         if flows:
             await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
-        wake = sorted({o.execution.queue for o in self.retry + self.snoozed + self.released
-                       if o.delay <= 0})
+        wake = sorted(
+            {o.execution.queue for o in self.retry + self.snoozed + self.released if o.delay <= 0}
+        )
         if wake:
             await conn.execute(sql.NOTIFY_QUEUES, [wake])
-        changed = [o.execution.job_id for o in
-                   self.succeeded + self.failed + self.retry + self.snoozed + self.released]
+        changed = [
+            o.execution.job_id
+            for o in self.succeeded + self.failed + self.retry + self.snoozed + self.released
+        ]
         if changed:
-            await conn.execute(sql.NOTIFY_EVENT, [json.dumps(
-                {"type": "jobs", "ids": changed[:MAX_EVENT_IDS],
-                 "queues": sorted({o.execution.queue for o in changed_outcomes(self)})})])
+            await conn.execute(
+                sql.NOTIFY_EVENT,
+                [
+                    json.dumps(
+                        {
+                            "type": "jobs",
+                            "ids": changed[:MAX_EVENT_IDS],
+                            "queues": sorted({o.execution.queue for o in changed_outcomes(self)}),
+                        }
+                    )
+                ],
+            )
 
     def report(self, logger: logging.Logger) -> None:
         stale: dict[str, int] = defaultdict(int)
@@ -479,8 +603,12 @@ class SettleBatch:
             if name not in ("results", "flow") and cursor.rowcount >= 0 and cursor.rowcount < sent:
                 stale[name] += sent - cursor.rowcount
         for name, count in stale.items():
-            logger.info("%d %s job(s) were no longer ours (cancelled, rescued, or settled by "
-                        "a try whose commit went through unseen): left as is", count, name)
+            logger.info(
+                "%d %s job(s) were no longer ours (cancelled, rescued, or settled by "
+                "a try whose commit went through unseen): left as is",
+                count,
+                name,
+            )
 
 
 def changed_outcomes(batch: SettleBatch) -> list[Outcome]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -38,28 +39,33 @@ class Connection:
         while True:
             try:
                 self.conn = await psycopg.AsyncConnection.connect(
-                    self.conninfo, autocommit=True,
+                    self.conninfo,
+                    autocommit=True,
                     application_name=f"queue_engine {self.purpose}",
                 )
                 self.pid = self.conn.info.backend_pid
                 return self.conn
             except psycopg.OperationalError as exc:
                 reason = " ".join(str(exc).split())[:200]
-                log.warning("%s: cannot reach Postgres (%s); retrying in %.1fs",
-                            self.purpose, reason, delay)
+                log.warning(
+                    "%s: cannot reach Postgres (%s); retrying in %.1fs", self.purpose, reason, delay
+                )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
     async def close(self) -> None:
         if self.conn is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing a broken connection may fail
                 await self.conn.close()
-            except Exception:  # pragma: no cover
-                pass
             self.conn = None
 
-    async def run(self, action: Callable[[psycopg.AsyncConnection], Awaitable[T]],
-                  *, what: str, attempts: int = 0) -> T:
+    async def run(
+        self,
+        action: Callable[[psycopg.AsyncConnection], Awaitable[T]],
+        *,
+        what: str,
+        attempts: int = 0,
+    ) -> T:
         """Run `action`, reconnecting on connection loss and retrying deadlocks.
 
         `attempts=0` retries until it succeeds; only pass idempotent actions.

@@ -14,7 +14,7 @@ log = logging.getLogger("queue_engine.worker")
 
 def child_argv(argv: list[str], index: int) -> list[str]:
     args = [sys.executable, "-m", "django", "runworker"]
-    rest = argv[argv.index("runworker") + 1:] if "runworker" in argv else argv[1:]
+    rest = argv[argv.index("runworker") + 1 :] if "runworker" in argv else argv[1:]
     skip = False
     for arg in rest:
         if skip:

@@ -29,8 +29,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
             item.add_marker(pytest.mark.slow)
             if not shutil.which(CHROMIUM):
-                item.add_marker(pytest.mark.skip(
-                    reason=f"{CHROMIUM} is missing: `make browser` installs Chromium from Debian"))
+                item.add_marker(
+                    pytest.mark.skip(
+                        reason=f"{CHROMIUM} is missing: `make browser` installs Chromium from Debian"
+                    )
+                )
 
 
 def free_port() -> int:
@@ -44,13 +47,29 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp_path / "daphne.log"
-        env = dict(os.environ, DATABASE_URL=test_database_url(), JOBSITE_JOB_MODULES=JOB_MODULES,
-                   DJANGO_SETTINGS_MODULE="jobsite.settings", PYTHONUNBUFFERED="1",
-                   JOBSITE_DB_POOL="1")
+        env = dict(
+            os.environ,
+            DATABASE_URL=test_database_url(),
+            JOBSITE_JOB_MODULES=JOB_MODULES,
+            DJANGO_SETTINGS_MODULE="jobsite.settings",
+            PYTHONUNBUFFERED="1",
+            JOBSITE_DB_POOL="1",
+        )
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
-             "jobsite.asgi:application"],
-            cwd=ROOT, env=env, stdout=self.log.open("wb"), stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "jobsite.asgi:application",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log.open("wb"),
+            stderr=subprocess.STDOUT,
         )
         self.wait_until_up()
 
@@ -80,8 +99,9 @@ class Server:
 
 
 @pytest.fixture
-def server(transactional_db: None, tmp_path: Path, request: pytest.FixtureRequest
-           ) -> Iterator[Server]:
+def server(
+    transactional_db: None, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Server]:
     from queue_engine.console.roles import ensure_roles
 
     ensure_roles()

@@ -26,10 +26,17 @@ PAGES = {
 
 
 def test_bulk_retry_states_the_exact_count_and_the_jobs_run(
-        new_page: Any, server: Server, workers: Workers) -> None:
-    dead = [console_data.record("failed", queue="default", kind="tests.noop",
-                                errors=[console_data.error(1, "builtins.ValueError", "boom")])
-            for _ in range(3)]
+    new_page: Any, server: Server, workers: Workers
+) -> None:
+    dead = [
+        console_data.record(
+            "failed",
+            queue="default",
+            kind="tests.noop",
+            errors=[console_data.error(1, "builtins.ValueError", "boom")],
+        )
+        for _ in range(3)
+    ]
     console_data.record("succeeded", queue="default", kind="tests.noop")
     workers.start("--concurrency", "2")
     page = new_page("operator")
@@ -44,9 +51,13 @@ def test_bulk_retry_states_the_exact_count_and_the_jobs_run(
 
     assert heading == "Retry 3 jobs?"
     assert flash == "3 jobs retried."
-    wait_for(lambda: JobRecord.objects.filter(pk__in=[r.id for r in dead],
-                                              state="succeeded").count() == 3,
-             timeout=20, message="the retried jobs to succeed")
+    wait_for(
+        lambda: (
+            JobRecord.objects.filter(pk__in=[r.id for r in dead], state="succeeded").count() == 3
+        ),
+        timeout=20,
+        message="the retried jobs to succeed",
+    )
     assert not page.errors
 
 
@@ -59,14 +70,19 @@ new MutationObserver((_, observer) => {
 """
 
 
-def test_a_log_line_shows_within_a_second(new_page: Any, server: Server, workers: Workers,
-                                          tmp_path: Path) -> None:
+def test_a_log_line_shows_within_a_second(
+    new_page: Any, server: Server, workers: Workers, tmp_path: Path
+) -> None:
     go, done = tmp_path / "go", tmp_path / "done"
-    job = browser_jobs.log_on_signal.enqueue(go=str(go), done=str(done),
-                                             line="the <em>marker</em> line")
+    job = browser_jobs.log_on_signal.enqueue(
+        go=str(go), done=str(done), line="the <em>marker</em> line"
+    )
     workers.start("--queues", "browser", env={"JOBSITE_JOB_MODULES": JOB_MODULES})
-    wait_for(lambda: Job.objects.filter(pk=job.id, state="running").exists(), timeout=20,
-             message="the job to start")
+    wait_for(
+        lambda: Job.objects.filter(pk=job.id, state="running").exists(),
+        timeout=20,
+        message="the job to start",
+    )
     page = new_page("viewer")
     page.goto(f"{server.url}/jobs/{job.id}/")
     page.wait_for_selector("[data-live].on")
@@ -85,8 +101,9 @@ def test_a_log_line_shows_within_a_second(new_page: Any, server: Server, workers
     assert not page.errors
 
 
-def test_pausing_a_queue_stops_claims_until_resumed(new_page: Any, server: Server,
-                                                    workers: Workers) -> None:
+def test_pausing_a_queue_stops_claims_until_resumed(
+    new_page: Any, server: Server, workers: Workers
+) -> None:
     from tests import jobs
 
     jobs.noop.enqueue()  # creates the queue
@@ -102,8 +119,11 @@ def test_pausing_a_queue_stops_claims_until_resumed(new_page: Any, server: Serve
     page.click("button:has-text('Resume')")
 
     assert still_waiting
-    wait_for(lambda: JobRecord.objects.filter(pk=held.id, state="succeeded").exists(),
-             timeout=15, message="the held job to run after resume")
+    wait_for(
+        lambda: JobRecord.objects.filter(pk=held.id, state="succeeded").exists(),
+        timeout=15,
+        message="the held job to run after resume",
+    )
     assert not page.errors
 
 

@@ -14,7 +14,15 @@ def audit(request: HttpRequest) -> HttpResponse:
     action = request.GET.get("action", "").strip()
     before = int_param(request.GET, "before")
     events, older = queries.audit_page(before, actor=actor, action=action)
-    return render(request, "console/audit.html", {
-        "page": "audit", "events": events, "older": older, "before": before,
-        "actor": actor, "action": action,
-    })
+    return render(
+        request,
+        "console/audit.html",
+        {
+            "page": "audit",
+            "events": events,
+            "older": older,
+            "before": before,
+            "actor": actor,
+            "action": action,
+        },
+    )

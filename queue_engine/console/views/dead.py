@@ -21,11 +21,18 @@ GROUP_ACTIONS = {
 @viewer_required
 def dead(request: HttpRequest) -> HttpResponse:
     groups, truncated = queries.dead_groups()
-    return render(request, "console/dead.html", {
-        "page": "dead", "groups": groups, "truncated": truncated, "scan": queries.DEAD_SCAN,
-        "upto": max((g.last_id for g in groups), default=0),
-        "group_buttons": [("redrive", "Redrive…"), ("remove", "Remove…")],
-    })
+    return render(
+        request,
+        "console/dead.html",
+        {
+            "page": "dead",
+            "groups": groups,
+            "truncated": truncated,
+            "scan": queries.DEAD_SCAN,
+            "upto": max((g.last_id for g in groups), default=0),
+            "group_buttons": [("redrive", "Redrive…"), ("remove", "Remove…")],
+        },
+    )
 
 
 @operator_required
@@ -46,15 +53,27 @@ def dead_group_action(request: HttpRequest) -> HttpResponse:
         except queries.NarrowFilter as exc:
             messages.error(request, str(exc))
             return redirect(back)
-        return render(request, "console/confirm_group.html", {
-            "page": "dead", "verb": verb, "effect": effect, "count": count, "queue": queue,
-            "error_class": error_class, "upto": upto, "action": action, "back": back,
-        })
+        return render(
+            request,
+            "console/confirm_group.html",
+            {
+                "page": "dead",
+                "verb": verb,
+                "effect": effect,
+                "count": count,
+                "queue": queue,
+                "error_class": error_class,
+                "upto": upto,
+                "action": action,
+                "back": back,
+            },
+        )
     done = 0
     run = ops.redrive_jobs if action == "redrive" else ops.remove_jobs
     for ids in queries.dead_group_batches(queue, error_class, upto):
         done += run(ids, actor=request.user)
     noun = "job" if done == 1 else "jobs"
-    messages.success(request, f"{done} dead {noun} of {queue} ({error_class or 'no error'}) "
-                              f"{done_word}.")
+    messages.success(
+        request, f"{done} dead {noun} of {queue} ({error_class or 'no error'}) {done_word}."
+    )
     return redirect(back)

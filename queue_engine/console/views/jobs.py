@@ -20,8 +20,11 @@ from queue_engine.registry import registry
 @viewer_required
 def jobs(request: HttpRequest) -> HttpResponse:
     filters = queries.JobFilters.from_query(request.GET)
-    if (filters.job_id is not None and htmx_target(request) is None
-            and queries.find_job(filters.job_id)):
+    if (
+        filters.job_id is not None
+        and htmx_target(request) is None
+        and queries.find_job(filters.job_id)
+    ):
         return redirect("console:job", filters.job_id)
     before, after = int_param(request.GET, "before"), int_param(request.GET, "after")
     error = ""
@@ -35,8 +38,13 @@ def jobs(request: HttpRequest) -> HttpResponse:
         "jobs": page,
         "error": error,
         "states": queries.STATES,
-        "ranges": [("", "Any time"), ("15m", "Last 15 min"), ("1h", "Last hour"),
-                   ("24h", "Last 24 h"), ("7d", "Last 7 days")],
+        "ranges": [
+            ("", "Any time"),
+            ("15m", "Last 15 min"),
+            ("1h", "Last hour"),
+            ("24h", "Last 24 h"),
+            ("7d", "Last 7 days"),
+        ],
         "queue_names": QueueConfig.objects.values_list("name", flat=True),
         "kinds": sorted(registry.kinds()),
         "actions": actions.ACTIONS,
@@ -66,9 +74,16 @@ def bulk(request: HttpRequest) -> HttpResponse:
         messages.success(request, actions.outcome_message(action, len(ids), done))
         return redirect(back)
     plan = actions.plan(action, ids)
-    return render(request, "console/confirm_jobs.html", {
-        "page": "jobs", "plan": plan, "back": back, "selected": len(ids),
-    })
+    return render(
+        request,
+        "console/confirm_jobs.html",
+        {
+            "page": "jobs",
+            "plan": plan,
+            "back": back,
+            "selected": len(ids),
+        },
+    )
 
 
 def bulk_matching(request: HttpRequest, action: actions.Action, back: str) -> HttpResponse:
@@ -81,15 +96,24 @@ def bulk_matching(request: HttpRequest, action: actions.Action, back: str) -> Ht
         messages.error(request, str(exc))
         return redirect(back)
     if request.POST.get("confirm") != "yes":
-        return render(request, "console/confirm_matching.html", {
-            "page": "jobs", "plan": plan, "back": back,
-            "described": describe(params),
-        })
+        return render(
+            request,
+            "console/confirm_matching.html",
+            {
+                "page": "jobs",
+                "plan": plan,
+                "back": back,
+                "described": describe(params),
+            },
+        )
     actor = request.user.get_username()
     if plan.background:
         job_id = matching.start_in_background(plan, actor)
-        messages.success(request, f"{plan.verb} of {plan.count} jobs runs in the background "
-                                  f"as job #{job_id}; its progress shows here.")
+        messages.success(
+            request,
+            f"{plan.verb} of {plan.count} jobs runs in the background "
+            f"as job #{job_id}; its progress shows here.",
+        )
         return redirect("console:job", job_id)
     done = matching.execute(action, params, plan.upto, request.user)
     messages.success(request, actions.outcome_message(action, plan.count, done))
@@ -97,6 +121,12 @@ def bulk_matching(request: HttpRequest, action: actions.Action, back: str) -> Ht
 
 
 def describe(params: dict[str, str]) -> list[tuple[str, str]]:
-    labels = {"queue": "queue", "state": "state", "kind": "kind", "q": "name contains",
-              "payload": "payload contains", "since": "since"}
+    labels = {
+        "queue": "queue",
+        "state": "state",
+        "kind": "kind",
+        "q": "name contains",
+        "payload": "payload contains",
+        "since": "since",
+    }
     return [(labels[k], v) for k, v in params.items() if v]

@@ -9,8 +9,9 @@ from queue_engine.console import charts, queries
 from queue_engine.console.access import viewer_required
 
 
-def overview_context(trends: dict[str, charts.Trend] | None = None,
-                     failures: bool = True) -> dict[str, Any]:
+def overview_context(
+    trends: dict[str, charts.Trend] | None = None, failures: bool = True
+) -> dict[str, Any]:
     """Everything the overview shows; the live socket passes cached trends and skips failures."""
     queues = queries.queue_stats()
     return {

@@ -18,8 +18,9 @@ def int_param(params: Any, name: str) -> int | None:
 def safe_next(request: HttpRequest, fallback: str) -> str:
     """The `next` parameter if it points into this site, else the fallback."""
     target = request.POST.get("next") or request.GET.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
-                                                  require_https=request.is_secure()):
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         return target
     return fallback
 

@@ -45,17 +45,21 @@ def queue(request: HttpRequest, name: str) -> HttpResponse:
     if window not in charts.WINDOWS:
         window = "1h"
     throughput_chart, latency_chart = charts.queue_charts(name, window)
-    return render(request, "console/queue.html", {
-        "page": "overview",
-        **context,
-        "window": window,
-        "windows": list(charts.WINDOWS),
-        "throughput_chart": throughput_chart,
-        "latency_chart": latency_chart,
-        "group_limits": GroupLimit.objects.filter(queue=name).order_by("group_key"),
-        "recent": recent.jobs,
-        "can_pause": queue_action("pause_queue") is not None,
-    })
+    return render(
+        request,
+        "console/queue.html",
+        {
+            "page": "overview",
+            **context,
+            "window": window,
+            "windows": list(charts.WINDOWS),
+            "throughput_chart": throughput_chart,
+            "latency_chart": latency_chart,
+            "group_limits": GroupLimit.objects.filter(queue=name).order_by("group_key"),
+            "recent": recent.jobs,
+            "can_pause": queue_action("pause_queue") is not None,
+        },
+    )
 
 
 @operator_required
@@ -68,9 +72,16 @@ def redrive(request: HttpRequest, name: str) -> HttpResponse:
         except queries.NarrowFilter as exc:
             messages.error(request, str(exc))
             return redirect(back)
-        return render(request, "console/confirm_queue.html", {
-            "page": "overview", "name": name, "count": count, "back": back,
-        })
+        return render(
+            request,
+            "console/confirm_queue.html",
+            {
+                "page": "overview",
+                "name": name,
+                "count": count,
+                "back": back,
+            },
+        )
     done = ops.redrive_queue(name, actor=request.user)
     noun = "job" if done == 1 else "jobs"
     messages.success(request, f"{done} dead {noun} of {name} redriven.")

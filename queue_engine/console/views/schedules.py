@@ -22,10 +22,14 @@ ACTIONS: dict[str, tuple[Callable[..., Any], str]] = {
 
 @viewer_required
 def schedules(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/schedules.html", {
-        "page": "schedules",
-        "schedules": Schedule.objects.order_by("name")[:500],
-    })
+    return render(
+        request,
+        "console/schedules.html",
+        {
+            "page": "schedules",
+            "schedules": Schedule.objects.order_by("name")[:500],
+        },
+    )
 
 
 @operator_required

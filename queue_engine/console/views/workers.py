@@ -9,8 +9,12 @@ from queue_engine.console.access import viewer_required
 
 @viewer_required
 def workers(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/workers.html", {
-        "page": "workers",
-        "workers": queries.workers(),
-        "alive_after": queries.WORKER_ALIVE_AFTER,
-    })
+    return render(
+        request,
+        "console/workers.html",
+        {
+            "page": "workers",
+            "workers": queries.workers(),
+            "alive_after": queries.WORKER_ALIVE_AFTER,
+        },
+    )
