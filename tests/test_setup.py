@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | env
+    full_env["JOBSITE_DB_POOL"] = "0"  # as manage.py runs it, whatever an earlier test set
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,

@@ -61,6 +61,7 @@ class Workers:
                 "JOBSITE_JOB_MODULES": "tests.jobs",
                 "DJANGO_SETTINGS_MODULE": "jobsite.settings",
                 "PYTHONUNBUFFERED": "1",
+                "JOBSITE_DB_POOL": "0",  # importing jobsite.asgi in a test sets it for daphne
             }
         )
         env.update(extra)
