@@ -189,7 +189,6 @@ def test_cancel_reaches_a_running_job_within_a_second(workers: Workers, definiti
         message="the worker to stop the job",
     )
     assert time.monotonic() - started < 1.5
-    assert WorkerProcess.objects.get().in_flight in (0, 1)
     wait_for(lambda: WorkerProcess.objects.get().in_flight == 0, timeout=8)
 
 
