@@ -181,9 +181,12 @@ WITH q AS (
      ORDER BY priority DESC, run_at, id
      LIMIT %(limit)s
 ), claimed AS (
+    -- started_at is clock_timestamp(), not now(): this claim may share a transaction
+    -- with a settle that began before a parent's settle committed, and a flow child
+    -- must never look as if it started before its parent finished.
     UPDATE queue_engine_job j
        SET state = 'running', attempt = j.attempt + 1, lease_owner = %(worker)s,
-           claim_token = %(token)s, started_at = now(), heartbeat_at = now(),
+           claim_token = %(token)s, started_at = clock_timestamp(), heartbeat_at = now(),
            lease_expires_at = now() + make_interval(secs => picked.lock_duration),
            progress = NULL, progress_message = ''
       FROM picked
