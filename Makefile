@@ -32,13 +32,14 @@ db-start: install
 db-stop:
 	@if [ -z "$$DATABASE_URL" ] && [ -x $(PY) ]; then $(PY) -m jobsite.devdb stop; fi
 
+# The worker gives running jobs 5 s on Ctrl-C (the demo's sales report runs 30 s); the rest go back to their queue.
 run: install db-start
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py ensure_admin
 	$(PY) manage.py load_demo
 	@echo "console: http://$(HOST):$(PORT)/   (Ctrl-C stops the site, the worker and the embedded Postgres)"
 	@trap '$(MAKE) --no-print-directory db-stop' EXIT; \
-	$(PY) manage.py runworker --concurrency 8 & worker=$$!; \
+	$(PY) manage.py runworker --concurrency 8 --shutdown-timeout 5 & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker; $(MAKE) --no-print-directory db-stop' EXIT; \
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) jobsite.asgi:application
 

@@ -1,31 +1,38 @@
 from __future__ import annotations
 
+from argparse import ArgumentParser
 from typing import Any
 
-from django.core.management.base import BaseCommand
-from django.db import transaction
+from django.core.management.base import BaseCommand, CommandError
 
-from jobsite import demo_jobs
+from jobsite import demo
 
 
 class Command(BaseCommand):
-    help = "Enqueue a handful of demo jobs so every page has something to show."
+    help = (
+        "Declare the demo schedules and, the first time on this database, seed demo jobs "
+        "and flows, so every console page has data and movement. Safe to run again."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument(
+            "--seconds-per-row",
+            type=float,
+            default=1.0,
+            help="pace of the slow sales report: seconds between its log lines (default 1)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        with transaction.atomic():
-            ids = demo_jobs.send_email.enqueue_many(
-                [{"to": f"user{i}@example.com", "subject": "Welcome"} for i in range(12)]
+        pace = options["seconds_per_row"]
+        if not 0 <= pace <= 10:
+            raise CommandError(f"--seconds-per-row must be from 0 to 10, not {pace}.")
+        loaded = demo.load(seconds_per_row=pace)
+        if loaded.jobs:
+            self.stdout.write(
+                f"demo loaded: {loaded.schedules} schedules, {loaded.jobs} jobs and "
+                f"{loaded.flows} flows seeded"
             )
-            for image_id in range(5):
-                demo_jobs.resize_image.enqueue(image_id=image_id, account=f"acct{image_id % 2}")
-            demo_jobs.charge_card.using(dedup_key="demo-declined").enqueue(
-                order_id=3, amount_cents=1999
+        else:
+            self.stdout.write(
+                f"demo already seeded on this database: {loaded.schedules} schedules checked"
             )
-            demo_jobs.charge_card.using(dedup_key="demo-timeout").enqueue(
-                order_id=7, amount_cents=4999
-            )
-            demo_jobs.slow_report.using(dedup_key="demo-report").enqueue(rows=20)
-            demo_jobs.send_email.using(delay=600, priority=5).enqueue(
-                to="later@example.com", subject="Reminder"
-            )
-        self.stdout.write(f"demo jobs enqueued ({len(ids) + 10} jobs in 5 queues)")
