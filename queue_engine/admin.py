@@ -17,7 +17,7 @@ from django.contrib.admin.options import ActionLocation
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from queue_engine import ops, ops_queues, schedules
+from queue_engine import ops, ops_queues, queue_defaults, schedules
 from queue_engine.models import (
     AuditEvent,
     Job,
@@ -137,12 +137,9 @@ class QueueConfigForm(forms.ModelForm):  # type: ignore[type-arg]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if self.instance._state.adding:  # show the database defaults a new queue gets
-            for name, field in self.fields.items():
-                model_field = QueueConfig._meta.get_field(name)
-                default = getattr(getattr(model_field, "db_default", None), "value", None)
-                if default is not None:
-                    field.initial = default
+        if self.instance._state.adding:  # show what a queue QUEUES does not name starts with
+            for name, value in queue_defaults.starting_values(None).items():
+                self.fields[name].initial = value
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -168,13 +165,14 @@ class QueueConfigAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-
         "retain_succeeded",
         "retain_failed",
         "retain_cancelled",
+        "edited_fields",
     )
     list_filter = ("paused",)
     search_fields = ("name",)
-    actions = ["pause", "resume"]
+    actions = ["pause", "resume", "reset"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
-        return ("name",) if obj is not None else ()
+        return ("name", "edited_fields") if obj is not None else ()
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # a queue's row comes back with its next job; reset values instead
@@ -186,7 +184,9 @@ class QueueConfigAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-
         form: forms.ModelForm,  # type: ignore[type-arg]
         change: bool,
     ) -> None:
-        fields = [f for f in ops_queues.EDITABLE if not change or f in form.changed_data]
+        # Only what the operator changed: the rest stays with settings (a new queue's
+        # row starts from its QUEUES entry, not from the form's initial values).
+        fields = [f for f in ops_queues.EDITABLE if f in form.changed_data]
         ops_queues.update_queue_config(
             obj.name, actor=request.user, **{f: form.cleaned_data[f] for f in fields}
         )
@@ -209,6 +209,19 @@ class QueueConfigAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-
             list(queryset.values_list("name", flat=True)),
             lambda n: ops_queues.resume_queue(n, actor=request.user),
             "Resumed",
+        )
+
+    @admin.action(
+        permissions=["change"],
+        description="Hand the selected queues' edited settings back to QUEUE_ENGINE settings",
+    )
+    def reset(self, request: HttpRequest, queryset: QuerySet[QueueConfig]) -> None:
+        _each(
+            request,
+            self,
+            list(queryset.values_list("name", flat=True)),
+            lambda n: ops_queues.reset_queue_config(n, actor=request.user),
+            "Reset to settings",
         )
 
 

@@ -7,7 +7,10 @@ class QueueEngineConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from queue_engine import checks, registry
+        from django.db.models.signals import post_migrate
+
+        from queue_engine import checks, ops_queues, registry
 
         checks.register()
         registry.autodiscover()
+        post_migrate.connect(ops_queues.declare_after_migrate, sender=self)

@@ -13,6 +13,7 @@ def register() -> None:
     checks.register(check_tasks_backend, checks.Tags.compatibility)
     checks.register(check_engine_settings, checks.Tags.compatibility)
     checks.register(check_schedules, checks.Tags.compatibility)
+    checks.register(check_queue_settings, checks.Tags.compatibility)
 
 
 def check_runworker_command(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
@@ -71,7 +72,6 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
     for name, kind, minimum in (
         ("DEFAULT_MAX_ATTEMPTS", int, 1),
         ("MAX_PAYLOAD_BYTES", int, 1),
-        ("LOCK_DURATION", (int, float), 1),
         ("POLL_INTERVAL", (int, float), 0.01),
     ):
         value = option(name)
@@ -82,16 +82,12 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
                     id="queue_engine.E004",
                 )
             )
-    queues = option("QUEUES")
-    if not isinstance(queues, dict) or not all(isinstance(v, dict) for v in queues.values()):
-        errors.append(
-            checks.Error(
-                "QUEUE_ENGINE['QUEUES'] must map queue names to dicts of options.",
-                hint='For example {"emails": {"max_concurrency": 5}}.',
-                id="queue_engine.E005",
-            )
-        )
-    elif not option("ALLOW_UNDECLARED_QUEUES") and option("DEFAULT_QUEUE") not in queues:
+    queues = option("QUEUES")  # its shape and values: check_queue_settings
+    if (
+        isinstance(queues, dict)
+        and not option("ALLOW_UNDECLARED_QUEUES")
+        and option("DEFAULT_QUEUE") not in queues
+    ):
         errors.append(
             checks.Error(
                 f"The default queue {option('DEFAULT_QUEUE')!r} is not declared in QUEUES, "
@@ -115,3 +111,16 @@ def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[checks.Check
             )
         ]
     return []
+
+
+def check_queue_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from queue_engine.queue_defaults import settings_problems
+
+    return [
+        checks.Error(
+            problem,
+            hint="See QUEUES and QUEUE_DEFAULTS in queue_engine/conf.py.",
+            id="queue_engine.E021",
+        )
+        for problem in settings_problems()
+    ]

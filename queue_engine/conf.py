@@ -6,10 +6,11 @@
 | DEFAULT_MAX_ATTEMPTS     | 20           | attempts before a failing job is dead-lettered            |
 | MAX_PAYLOAD_BYTES        | 1048576      | largest payload accepted at enqueue (serialised JSON)     |
 | ALLOW_UNKNOWN_KINDS      | False        | accept enqueues of kinds not registered in this process   |
-| QUEUES                   | {}           | per-queue defaults: {"emails": {"max_concurrency": 5}}    |
+| QUEUES                   | {}           | settings per queue: {"emails": {"max_concurrency": 5}} (below) |
+| QUEUE_DEFAULTS           | {}           | settings of every queue, where its QUEUES entry has none (below) |
 | ALLOW_UNDECLARED_QUEUES  | True         | False: enqueue only into queues named in QUEUES           |
 | JOB_MODULES              | []           | modules imported at start-up so their @job kinds register |
-| LOCK_DURATION            | 60           | seconds a claim's lease lasts without a heartbeat         |
+| LOCK_DURATION            | 60           | seconds a claim's lease lasts without a heartbeat: when set, the lock_duration of queues QUEUES and QUEUE_DEFAULTS give none (rounded up) |
 | POLL_INTERVAL            | 1.0          | seconds between polls when no notification arrives        |
 | MAX_RESCUES              | 5            | expired leases before a job is dead-lettered (poison job) |
 | SHUTDOWN_TIMEOUT         | 30           | seconds running jobs get to finish on SIGTERM             |
@@ -28,6 +29,34 @@ declared from settings and later removed from them is removed too:
     }
 
 Optional keys: queue, priority, enabled, missed ("run_once", the default, or "skip").
+
+QUEUES and QUEUE_DEFAULTS give queues their settings (QueueConfig rows), with the
+keyword names of `ops_queues.update_queue_config`: paused, max_concurrency,
+rate_limit (job starts per rate_window seconds), rate_window, lock_duration
+(seconds), group_concurrency, retain_succeeded, retain_failed, retain_cancelled
+(seconds); None means "no limit" for the three concurrency and rate limits:
+
+    "QUEUE_DEFAULTS": {"retain_succeeded": 3600},
+    "QUEUES": {
+        "emails": {"max_concurrency": 5, "rate_limit": 100, "rate_window": 60},
+        "reports": {"lock_duration": 600, "group_concurrency": 1, "paused": True},
+    },
+
+A field a QUEUES entry leaves out comes from QUEUE_DEFAULTS, then from the model
+(not paused, no limits, 60 s windows and lease, retention 1, 7 and 1 days).
+- A new queue starts with these values, whether an enqueue, an operator or a
+  worker creates its row. Every worker start and every `migrate` creates the
+  rows of the queues QUEUES names, and writes QUEUE_DEFAULTS where the enqueue
+  trigger finds them (QueueDefaults: Postgres cannot read Django settings).
+- Each start and migrate also sets, on every existing queue, the fields that
+  settings name (a deploy that changes them takes effect), except the fields an
+  operator changed through ops, the console or the admin: those are listed in
+  the row's `edited_fields`, and settings leave them alone, restarts included,
+  until `ops_queues.reset_queue_config` hands them back. Fields settings do not
+  name are never touched (remove a field from settings and the queue keeps its
+  value). Every change is audited, by "settings" or by the operator.
+- Bad values fail the system check (queue_engine.E021) with a message naming
+  the queue and the field, and nothing is written from them.
 """
 
 from __future__ import annotations
@@ -42,6 +71,7 @@ DEFAULTS: dict[str, Any] = {
     "MAX_PAYLOAD_BYTES": 1024 * 1024,
     "ALLOW_UNKNOWN_KINDS": False,
     "QUEUES": {},
+    "QUEUE_DEFAULTS": {},
     "ALLOW_UNDECLARED_QUEUES": True,
     "JOB_MODULES": [],
     "LOCK_DURATION": 60,
@@ -74,6 +104,11 @@ def snapshot() -> dict[str, Any]:
 def option(name: str) -> Any:
     configured: dict[str, Any] = getattr(settings, "QUEUE_ENGINE", {}) or {}
     return configured.get(name, DEFAULTS[name])
+
+
+def is_set(name: str) -> bool:
+    """Whether settings give this option, rather than leaving it to its default."""
+    return name in (getattr(settings, "QUEUE_ENGINE", {}) or {})
 
 
 def unknown_options() -> list[str]:

@@ -1,38 +1,45 @@
-"""Operator actions on queues: edit a queue's configuration, pause it, resume it.
+"""Operator actions on queues: edit a queue's configuration, pause, resume, reset it.
 
 Like `queue_engine.ops`, each action runs in one transaction with the
 AuditEvent that records it, checks everything before writing, and refuses what
 it cannot do with a message that says why. Workers stop claiming from a paused
 queue at their next claim (the claim skips paused queues); resuming also wakes
 them through NOTIFY so that they do not wait for their next poll.
+
+A queue's row starts from QUEUE_ENGINE's settings (`queue_engine.queue_defaults`);
+`declare_configured` applies them again at every worker start and after migrate,
+except to the fields an operator changed (the row's `edited_fields`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
-from django.db import connection, transaction
+from django.apps import apps as global_apps
+from django.db import DEFAULT_DB_ALIAS, connection, transaction
 from django.db.models.functions import Now
 
-from queue_engine import sql
+from queue_engine import queue_defaults, sql
 from queue_engine import sql_maintenance as q
 from queue_engine.models import QueueConfig
 from queue_engine.ops import OpsError, audit
+from queue_engine.queue_defaults import EDITABLE, LIMITS, MAX_SECONDS
 
-# field: (smallest value, whether None is allowed, what None means)
-LIMITS: dict[str, tuple[int, bool, str]] = {
-    "max_concurrency": (1, True, "no limit"),
-    "rate_limit": (1, True, "no limit"),
-    "rate_window": (1, False, ""),
-    "lock_duration": (1, False, ""),
-    "group_concurrency": (1, True, "no limit"),
-    "retain_succeeded": (0, False, ""),
-    "retain_failed": (0, False, ""),
-    "retain_cancelled": (0, False, ""),
-}
-EDITABLE = ("paused", *LIMITS)
-MAX_SECONDS = 10 * 366 * 86400
+__all__ = [
+    "EDITABLE",
+    "LIMITS",
+    "MAX_SECONDS",
+    "check_settings",
+    "declare_configured",
+    "pause_queue",
+    "reset_queue_config",
+    "resume_queue",
+    "update_queue_config",
+]
+SETTINGS_ACTOR = "settings"
+log = logging.getLogger(__name__)
 
 
 def update_queue_config(name: str, *, actor: Any = None, **fields: Any) -> QueueConfig:
@@ -57,47 +64,119 @@ def resume_queue(name: str, *, actor: Any = None) -> QueueConfig:
     return _update(name, {"paused": False}, actor, action="resume")
 
 
-def check_settings(name: object, fields: dict[str, Any]) -> None:
+def reset_queue_config(name: str, *fields: str, actor: Any = None) -> QueueConfig:
+    """Hand fields (default: all) back to settings: their values become the settings' ones.
+
+    The fields leave `edited_fields`, so the next worker start sets them again.
+    """
+    check_settings(name, dict.fromkeys(fields, None), values=False)
+    return _update(name, {}, actor, action="queue_config_reset", reset=fields or EDITABLE)
+
+
+def declare_configured() -> dict[str, list[str]]:
+    """Apply QUEUE_ENGINE["QUEUES"] and ["QUEUE_DEFAULTS"]; at worker start and after migrate.
+
+    Writes the values new queues start with (QueueDefaults, read by the enqueue
+    trigger), creates the rows of the queues QUEUES names, and sets the fields
+    settings name on every row, except those an operator changed. Everything is
+    checked before anything is written. Returns each changed queue's changed fields.
+    """
+    queue_defaults.check()
+    changed: dict[str, list[str]] = {}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(q.SAVE_QUEUE_DEFAULTS, queue_defaults.starting_values(None))
+        names = set(queue_defaults.named_queues())
+        if queue_defaults.declared(None):
+            names.update(QueueConfig.objects.values_list("name", flat=True))
+        for name in sorted(names):  # rows locked in name order: no deadlock between workers
+            _, changes = _apply(
+                name, queue_defaults.declared(name), SETTINGS_ACTOR, "queue_config", edit=False
+            )
+            if changes:
+                changed[name] = sorted(changes)
+    return changed
+
+
+def declare_after_migrate(using: str = DEFAULT_DB_ALIAS, apps: Any = None, **kwargs: Any) -> None:
+    """post_migrate (sent by migrate and flush): declare the settings if our tables exist."""
+    try:
+        (apps or global_apps).get_model("queue_engine", "QueueDefaults")
+    except LookupError:  # migrated to before 0009, or back to zero
+        return
+    if using == DEFAULT_DB_ALIAS:
+        changed = declare_configured()
+        if changed:
+            log.info("queue settings applied: %s", changed)
+
+
+def check_settings(name: object, fields: dict[str, Any], *, values: bool = True) -> None:
     """Refuse unknown settings and out-of-range values before anything is written."""
-    if not isinstance(name, str) or not 0 < len(name) <= 128:
-        raise OpsError(f"A queue name has 1 to 128 characters, not {name!r}.")
-    unknown = sorted(set(fields) - set(EDITABLE))
+    problem = queue_defaults.name_problem(name)
+    if problem:
+        raise OpsError(problem)
+    unknown = queue_defaults.unknown_fields(fields)
     if unknown:
         raise OpsError(
             f"Cannot update queue {name!r}: unknown setting(s) {', '.join(unknown)}; "
             f"the settings are {', '.join(EDITABLE)}."
         )
-    for field, value in fields.items():
-        if field == "paused":
-            if not isinstance(value, bool):
-                raise OpsError(f"Cannot update queue {name!r}: paused must be True or False.")
-            continue
-        minimum, nullable, none_means = LIMITS[field]
-        if value is None and nullable:
-            continue
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int)
-            or not (minimum <= value <= MAX_SECONDS)
-        ):
-            also = f", or None for {none_means}" if nullable else ""
-            raise OpsError(
-                f"Cannot update queue {name!r}: {field} must be a whole number from "
-                f"{minimum} to {MAX_SECONDS}{also}, not {value!r}."
-            )
+    for field, value in fields.items() if values else ():
+        problem = queue_defaults.value_problem(field, value)
+        if problem:
+            raise OpsError(f"Cannot update queue {name!r}: {field} {problem}.")
 
 
-def _update(name: str, fields: dict[str, Any], actor: Any, *, action: str) -> QueueConfig:
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(q.ENSURE_QUEUE_CONFIG, [name])
+def _update(
+    name: str,
+    fields: dict[str, Any],
+    actor: Any,
+    *,
+    action: str,
+    reset: tuple[str, ...] = (),
+) -> QueueConfig:
+    with transaction.atomic():
+        config, _ = _apply(name, fields, actor, action, edit=True, reset=reset)
+    return config
+
+
+def _apply(
+    name: str,
+    fields: dict[str, Any],
+    actor: Any,
+    action: str,
+    *,
+    edit: bool,
+    reset: tuple[str, ...] = (),
+) -> tuple[QueueConfig, dict[str, list[Any]]]:
+    """Change a queue's row (created from the settings if missing) and audit what changed.
+
+    `edit`: an operator's change, recorded in edited_fields; otherwise settings, which
+    skip the fields an operator changed. `reset` fields take the settings' values
+    and leave edited_fields.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            q.ENSURE_QUEUE_CONFIG, {"name": name, **queue_defaults.starting_values(name)}
+        )
         config = QueueConfig.objects.select_for_update().get(name=name)
+        edited = set(config.edited_fields)
+        if reset:
+            starting = queue_defaults.starting_values(name)
+            fields = {f: starting[f] for f in reset}
+            edited -= set(reset)
+        elif not edit:
+            fields = {f: v for f, v in fields.items() if f not in edited}
         changes = {f: [getattr(config, f), v] for f, v in fields.items() if getattr(config, f) != v}
-        if not changes:
-            return config
+        if edit and not reset:
+            edited |= set(changes)
+        handed_back = sorted(set(config.edited_fields) - edited)
+        if not changes and edited == set(config.edited_fields):
+            return config, {}
         for field, (_, new) in changes.items():
             setattr(config, field, new)
+        config.edited_fields = sorted(edited)
         config.updated_at = Now()
-        config.save(update_fields=[*changes, "updated_at"])
+        config.save(update_fields=[*changes, "edited_fields", "updated_at"])
         config.refresh_from_db(fields=["updated_at"])
         if changes.get("paused", [None, None])[1] is False:
             cursor.execute(sql.NOTIFY_CONTROL, [json.dumps({"action": "resume", "queue": name})])
@@ -105,5 +184,8 @@ def _update(name: str, fields: dict[str, Any], actor: Any, *, action: str) -> Qu
         elif "paused" in changes:
             cursor.execute(sql.NOTIFY_CONTROL, [json.dumps({"action": "pause", "queue": name})])
         cursor.execute(sql.NOTIFY_EVENT, [json.dumps({"type": "queue", "queues": [name]})])
-        audit(actor, action, "queue", name, 1, changes=changes)
-    return config
+        details: dict[str, Any] = {"changes": changes}
+        if handed_back:
+            details["handed_back"] = handed_back
+        audit(actor, action, "queue", name, 1, **details)
+    return config, changes

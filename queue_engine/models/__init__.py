@@ -4,7 +4,7 @@ from queue_engine.models.flows import Flow, FlowEdge, FlowState
 from queue_engine.models.jobs import Job, JobRecord, JobState, RecordState
 from queue_engine.models.logs import JobLog
 from queue_engine.models.metrics import MetricBucket, RollupState
-from queue_engine.models.queues import ClaimLog, GroupLimit, QueueConfig
+from queue_engine.models.queues import ClaimLog, GroupLimit, QueueConfig, QueueDefaults
 from queue_engine.models.schedules import MissedFirePolicy, Schedule, ScheduleSource
 from queue_engine.models.workers import WorkerProcess
 
@@ -23,6 +23,7 @@ __all__ = [
     "MetricBucket",
     "MissedFirePolicy",
     "QueueConfig",
+    "QueueDefaults",
     "RecordState",
     "RollupState",
     "Schedule",

@@ -1,16 +1,13 @@
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models.functions import Now
 
 
-class QueueConfig(models.Model):
-    """Per-queue settings, one row per queue name, created on first use.
+class QueueSettings(models.Model):
+    """The settings of a queue; a null limit means "no limit"."""
 
-    A null limit means "no limit"; null retention means "use the default".
-    """
-
-    name = models.CharField(max_length=128, primary_key=True)
     paused = models.BooleanField(db_default=False)
     max_concurrency = models.PositiveIntegerField(null=True, blank=True)
     rate_limit = models.PositiveIntegerField(null=True, blank=True)
@@ -26,6 +23,26 @@ class QueueConfig(models.Model):
     retain_cancelled = models.PositiveIntegerField(
         db_default=86400, help_text="seconds to keep cancelled jobs"
     )
+
+    class Meta:
+        abstract = True
+
+
+class QueueConfig(QueueSettings):
+    """Per-queue settings, one row per queue name, created on first use.
+
+    A new row starts from QUEUE_ENGINE's settings (`queue_engine.queue_settings`);
+    `edited_fields` names the fields an operator changed since, which settings no
+    longer set.
+    """
+
+    name = models.CharField(max_length=128, primary_key=True)
+    edited_fields = ArrayField(
+        models.CharField(max_length=32),
+        blank=True,
+        db_default=models.Value([], ArrayField(models.CharField(max_length=32))),
+        help_text="fields an operator changed: settings no longer set them",
+    )
     created_at = models.DateTimeField(db_default=Now())
     updated_at = models.DateTimeField(db_default=Now())
 
@@ -35,6 +52,24 @@ class QueueConfig(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class QueueDefaults(QueueSettings):
+    """The settings a queue first seen by an enqueue starts with: one row, copied by the
+    enqueue trigger (which cannot read Django settings), written from QUEUE_ENGINE at
+    every worker start and after migrate."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, db_default=1)
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "queue_engine_queuedefaults"
+        constraints = [
+            models.CheckConstraint(condition=models.Q(id=1), name="qe_queuedefaults_one")
+        ]
+
+    def __str__(self) -> str:
+        return "queue defaults"
 
 
 class GroupLimit(models.Model):

@@ -69,7 +69,7 @@ def run(options: dict[str, Any]) -> None:
     from queue_engine.worker.runtime import Worker, WorkerOptions
 
     configure_logging(options.get("verbosity", 1))
-    declare_schedules()
+    declare_settings()
     # Handler threads keep their Django connection between jobs.
     for alias in connections:
         connections[alias].settings_dict["CONN_MAX_AGE"] = 300
@@ -105,27 +105,32 @@ def configure_logging(verbosity: int) -> None:
     logger.propagate = False
 
 
-def declare_schedules() -> None:
-    """Declare QUEUE_ENGINE["SCHEDULES"], waiting for Postgres if it is not up yet."""
+def declare_settings() -> None:
+    """Apply QUEUES, QUEUE_DEFAULTS and SCHEDULES, waiting for Postgres if it is not up yet."""
+    from django.core.exceptions import ImproperlyConfigured
     from django.db import OperationalError, connection
 
+    from queue_engine.ops_queues import declare_configured as declare_queues
     from queue_engine.schedules import ScheduleError, declare_configured
 
     log = logging.getLogger("queue_engine.worker")
     delay = 0.1
     while True:
         try:
+            queues = declare_queues()
             names = declare_configured()
-        except ScheduleError as exc:
+        except (ScheduleError, ImproperlyConfigured) as exc:
             sys.exit(f"runworker: {exc}")
         except OperationalError as exc:
             reason = " ".join(str(exc).split())[:200]
-            log.warning("schedules: cannot reach Postgres (%s); retrying in %.1fs", reason, delay)
+            log.warning("settings: cannot reach Postgres (%s); retrying in %.1fs", reason, delay)
             connection.close()
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
             continue
         connection.close()  # the worker's own connections take over from here
+        for queue, fields in queues.items():
+            log.info("queue %s: %s set from settings", queue, ", ".join(fields))
         if names:
             log.info("schedules declared from settings: %s", ", ".join(names))
         return
