@@ -68,9 +68,13 @@ def rerun_flow(flow_id: int, *, actor: Any = None) -> int:
         nodes = cursor.fetchall()
         cursor.execute(sql_flows.FLOW_EDGES, [flow_id])
         edges = cursor.fetchall()
+    # Nodes spawned at run time into a join (the parents of dynamic edges) are not
+    # cloned: their spawners run again in the new flow and spawn them afresh.
+    spawned = {parent for parent, _child, dynamic in edges if dynamic}
+    nodes = [row for row in nodes if row[0] not in spawned]
     key_of = {row[0]: row[2] for row in nodes}
     parents: dict[int, list[str]] = {}
-    for parent, child in edges:
+    for parent, child, _dynamic in edges:
         if parent in key_of and child in key_of:
             parents.setdefault(child, []).append(key_of[parent])
     builder = FlowBuilder(flow.name, priority=flow.default_priority, meta=flow.meta)

@@ -162,7 +162,7 @@ SELECT id, kind, node_key, payload, queue, priority, name, max_attempts, backoff
 """
 
 FLOW_EDGES = """
-SELECT parent_id, child_id FROM queue_engine_flowedge WHERE flow_id = %s
+SELECT parent_id, child_id, dynamic FROM queue_engine_flowedge WHERE flow_id = %s
 """
 
 PARENT_OUTPUTS = """

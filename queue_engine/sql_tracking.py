@@ -221,3 +221,76 @@ HISTORY_NEWER_IN_TIME_RANGE = f"""{_IN_TIME_RANGE}
 """
 
 STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %s, true)"
+
+# --- flows ----------------------------------------------------------------------------
+
+# A page of flows, newest first, older than %(before)s (or newer than %(after)s, oldest
+# first: the caller reverses). Name matches inside (ILIKE); time bounds the creation.
+_FLOW_FILTERS = """(%(state)s::varchar IS NULL OR state = %(state)s)
+   AND (%(text)s::text IS NULL OR name ILIKE %(text)s)
+   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
+   AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)"""
+
+FLOWS_OLDER = f"""
+SELECT id, name, state, rerun_of, created_at, finished_at FROM queue_engine_flow
+ WHERE {_FLOW_FILTERS} AND (%(before)s::bigint IS NULL OR id < %(before)s)
+ ORDER BY id DESC LIMIT %(limit)s
+"""
+
+FLOWS_NEWER = f"""
+SELECT id, name, state, rerun_of, created_at, finished_at FROM queue_engine_flow
+ WHERE {_FLOW_FILTERS} AND id > %(after)s
+ ORDER BY id LIMIT %(limit)s
+"""
+
+# Node counts by state for a page of flows (both partial flow_id indexes).
+FLOW_STATE_COUNTS = """
+SELECT flow_id, state, count(*) FROM (
+    SELECT flow_id, state FROM queue_engine_job WHERE flow_id = ANY(%(flows)s)
+    UNION ALL
+    SELECT flow_id, state FROM queue_engine_jobrecord WHERE flow_id = ANY(%(flows)s)
+) nodes GROUP BY flow_id, state
+"""
+
+_NODE_COLUMNS = """id, COALESCE(node_key, id::text), kind, name, queue, state, attempt,
+       max_attempts, created_at, started_at, {finished}, progress, progress_message,
+       left(errors->-1->>'message', 300), {output}"""
+
+# A node's result when small; a big one is only announced (the job page shows it).
+_NODE_OUTPUT = """CASE WHEN pg_column_size(result) <= 4096 THEN result END,
+       pg_column_size(result)"""
+
+# A flow's nodes in one snapshot (a node moving from live to history is seen once),
+# lowest id first, at most %(limit)s.
+FLOW_NODES = f"""
+SELECT * FROM (
+    SELECT {_NODE_COLUMNS.format(finished="NULL::timestamptz", output="NULL::jsonb, NULL::int")}
+      FROM queue_engine_job WHERE flow_id = %(flow)s
+    UNION ALL
+    SELECT {_NODE_COLUMNS.format(finished="finished_at", output=_NODE_OUTPUT)}
+      FROM queue_engine_jobrecord WHERE flow_id = %(flow)s
+) nodes ORDER BY id LIMIT %(limit)s
+"""
+
+FLOW_EDGES = """
+SELECT parent_id, child_id, dynamic FROM queue_engine_flowedge
+ WHERE flow_id = %(flow)s AND parent_id <= %(upto)s AND child_id <= %(upto)s
+ ORDER BY id
+"""
+
+# A job's parents and children in its flow, with their keys and states.
+FLOW_LINKS = """
+WITH e AS (
+    (SELECT 'parent' AS rel, parent_id AS id, dynamic FROM queue_engine_flowedge
+      WHERE child_id = %(job)s ORDER BY parent_id LIMIT %(limit)s)
+    UNION ALL
+    (SELECT 'child', child_id, dynamic FROM queue_engine_flowedge
+      WHERE parent_id = %(job)s ORDER BY child_id LIMIT %(limit)s)
+)
+SELECT e.rel, e.id, COALESCE(j.node_key, r.node_key, e.id::text), COALESCE(j.name, r.name, ''),
+       COALESCE(j.kind, r.kind, ''), COALESCE(j.state, r.state, 'removed'), e.dynamic
+  FROM e
+  LEFT JOIN queue_engine_job j ON j.id = e.id
+  LEFT JOIN queue_engine_jobrecord r ON r.id = e.id
+ ORDER BY e.rel DESC, e.id
+"""

@@ -126,6 +126,12 @@ def test_dynamic_join_waits_for_a_two_level_subtree(workers: Workers) -> None:
     # The last leaf can settle in the very transaction that claims the join: same now().
     assert join.started_at >= max(r.finished_at for k, r in records(flow_id).items() if k != "join")
 
+    # A rerun clones the declared flow only: the coordinator spawns its subtree afresh.
+    rerun_id = ops_flows.rerun_flow(flow_id, actor="ops")
+    flow_state(rerun_id, "succeeded")
+    assert records(rerun_id)["join"].result == {"parents": 13, "ones": 9}
+    assert len(records(rerun_id)) == len(records(flow_id)) == 14
+
 
 def test_dead_node_blocks_dependants_and_fails_the_flow(workers: Workers, executions: None) -> None:
     flow = Flow("broken")

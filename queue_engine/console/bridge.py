@@ -32,6 +32,10 @@ def job_group(job_id: int) -> str:
     return f"qe.job.{job_id}"
 
 
+def flow_group(flow_id: int) -> str:
+    return f"qe.flow.{flow_id}"
+
+
 def messages_for(channel: str, payload: str) -> list[tuple[str, dict[str, Any]]]:
     """The (group, message) pairs one notification turns into."""
     if channel == "qe_wake":
@@ -46,6 +50,8 @@ def messages_for(channel: str, payload: str) -> list[tuple[str, dict[str, Any]]]
     ids = [i for i in event.get("ids") or [] if isinstance(i, int)][:MAX_IDS]
     message = {"type": "console.hint", "kind": kind}
     pairs = [(job_group(job_id), message) for job_id in ids]
+    flows = [i for i in event.get("flows") or [] if isinstance(i, int)][:MAX_IDS]
+    pairs += [(flow_group(flow_id), message) for flow_id in flows]
     if kind == "jobs":
         pairs.append((OVERVIEW, message))
     return pairs

@@ -24,9 +24,10 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html
 
 from queue_engine.console import queries
-from queue_engine.console.bridge import EVERYONE, OVERVIEW, bridge, job_group
+from queue_engine.console.bridge import EVERYONE, OVERVIEW, bridge, flow_group, job_group
 from queue_engine.console.charts import Trend
 from queue_engine.console.roles import VIEW
+from queue_engine.console.views.flows import flow_context
 from queue_engine.console.views.job import (
     detail_context,
     log_context,
@@ -213,3 +214,37 @@ class JobConsumer(LiveConsumer):
         if lines:
             self.last_log_id = lines[-1].id
         return "".join(parts)
+
+
+class FlowConsumer(LiveConsumer):
+    """A flow's head, graph data and node table. Claims are not announced, so the
+    timer runs every second; a push that would change nothing is not sent."""
+
+    refresh_every = 1.0
+
+    async def setup(self) -> bool:
+        self.flow_id = int(self.scope["url_route"]["kwargs"]["flow_id"])
+        self.last_sent = ""
+        return True
+
+    def live_groups(self) -> list[str]:
+        return [EVERYONE, flow_group(self.flow_id)]
+
+    def render(self, dirty: set[str]) -> str:
+        try:
+            context = flow_context(self.flow_id)
+        except Http404:
+            html = format_html(
+                '<section id="flow-head" class="panel" hx-swap-oob="true"><h1>Flow {} is gone'
+                '</h1><p class="muted">It was pruned from the history.</p></section>',
+                self.flow_id,
+            )
+        else:
+            html = "".join(
+                self.fragment(f"console/flow.html#{p}", context)
+                for p in ("flow-head", "flow-data", "flow-nodes")
+            )
+        if html == self.last_sent and FULL not in dirty:
+            return ""
+        self.last_sent = html
+        return html

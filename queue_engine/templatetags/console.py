@@ -89,6 +89,13 @@ def masked_json(value: Any) -> str:
 
 
 @register.filter
+def masked_json_line(value: Any, limit: int = 160) -> str:
+    """Compact one-line JSON, secret-looking keys masked, cut at `limit` characters."""
+    text = json.dumps(mask(value), ensure_ascii=False, default=str, separators=(", ", ": "))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@register.filter
 def percent(fraction: float | None) -> int:
     if fraction is None:
         return 0
@@ -115,3 +122,38 @@ LEVELS = {"warning": "warn", "critical": "crit", "error": "error", "info": "info
 def log_level(level: str | None) -> str:
     """A log line's level in at most five letters ("warn"), or "log" when it has none."""
     return LEVELS.get((level or "").lower(), (level or "log")[:5])
+
+
+NODE_STATE_ORDER = ("succeeded", "running", "available", "scheduled", "blocked", "failed")
+NODE_STATE_ORDER += ("cancelled",)
+
+
+@register.filter
+def node_segments(nodes: dict[str, int]) -> list[tuple[str, int, float]]:
+    """A flow's node counts as (state, count, percent of all) in a fixed order, for a
+    stacked progress bar; states with no node left out."""
+    total = sum(nodes.values())
+    if not total:
+        return []
+    return [
+        (state, nodes[state], round(100 * nodes[state] / total, 2))
+        for state in NODE_STATE_ORDER
+        if nodes.get(state)
+    ]
+
+
+@register.filter
+def minus(end: datetime | None, start: datetime | None) -> timedelta | None:
+    """`end - start`, or None when either is missing (for `|duration`)."""
+    if end is None or start is None:
+        return None
+    return end - start
+
+
+STATE_LABELS = {"failed": "dead", "blocked": "waiting"}
+
+
+@register.filter
+def state_label(state: str) -> str:
+    """How the console names a state: a failed job is dead, a blocked flow node waiting."""
+    return STATE_LABELS.get(state, state)

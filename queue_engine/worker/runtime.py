@@ -592,6 +592,13 @@ class SettleBatch:
                             "type": "jobs",
                             "ids": changed[:MAX_EVENT_IDS],
                             "queues": sorted({o.execution.queue for o in changed_outcomes(self)}),
+                            "flows": sorted(
+                                {
+                                    o.execution.flow_id
+                                    for o in changed_outcomes(self)
+                                    if o.execution.flow_id is not None
+                                }
+                            )[:MAX_EVENT_IDS],
                         }
                     )
                 ],

@@ -21,3 +21,12 @@ def log_on_signal(ctx: Any, go: str, done: str, line: str) -> str:
     while not Path(done).exists() and time.monotonic() < deadline:
         ctx.sleep(0.05)
     return "done"
+
+
+@job(kind="browser.gate", queue="flows")
+def gate(ctx: Any, go: str) -> dict[str, str]:
+    """Run until the file `go` exists (at most 30 s): a flow node held open by the test."""
+    deadline = time.monotonic() + 30
+    while not Path(go).exists() and time.monotonic() < deadline:
+        ctx.sleep(0.02)
+    return {"gate": "open"}

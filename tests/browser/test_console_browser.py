@@ -185,3 +185,49 @@ def test_keyboard_shortcuts_and_theme_toggle(new_page: Any, server: Server) -> N
     assert dialog_open
     assert theme == "dark"
     screenshot(page, "shortcuts-dark")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_a_running_flow_changes_colour_live(
+    new_page: Any, server: Server, workers: Workers, tmp_path: Path, scheme: str
+) -> None:
+    from queue_engine.flows import Flow
+    from tests import jobs
+
+    go = tmp_path / "go"
+    flow = Flow("nightly import")
+    flow.add("download", browser_jobs.gate, go=str(go))
+    parts = flow.fan_out(
+        "transform", jobs.number, [{"value": i} for i in range(3)], depends_on=["download"]
+    )
+    flow.add("publish", jobs.sum_outputs, depends_on=parts)
+    flow_id = flow.submit()
+    workers.start(
+        "--queues", "flows", "--concurrency", "4", env={"JOBSITE_JOB_MODULES": JOB_MODULES}
+    )
+    page = new_page("operator", color_scheme=scheme)
+
+    page.goto(f"{server.url}/flows/{flow_id}/")
+    page.wait_for_selector("#flow-graph svg a.node.s-running", timeout=10000)
+    running = page.get_attribute("#flow-graph svg a.node.s-running", "aria-label")
+    waiting = page.locator("#flow-graph svg a.node.s-blocked").count()
+    screenshot(page, f"flow-running-{scheme}")
+    go.touch()
+    page.wait_for_selector("#flow-state-badge.s-succeeded", timeout=20000)
+    page.wait_for_function(
+        "document.querySelectorAll('#flow-graph svg a.node.s-succeeded').length === 5",
+        timeout=5000,
+    )
+    screenshot(page, f"flow-succeeded-{scheme}")
+    page.goto(f"{server.url}/flows/")
+    screenshot(page, f"flows-{scheme}")
+    page.goto(f"{server.url}/flows/{flow_id}/")
+    page.click("#flow-graph svg a.node:has-text('publish')")
+    page.wait_for_url(f"{server.url}/jobs/*/")
+    children_heading = page.inner_text("#job-flow h3:has-text('Parents')")
+
+    assert running is not None and running.startswith("download")
+    assert waiting == 4
+    assert children_heading.startswith("Parents 3")
+    assert JobRecord.objects.get(flow_id=flow_id, node_key="publish").result == 3
+    assert not page.errors

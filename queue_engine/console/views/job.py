@@ -9,6 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from queue_engine import tracking
 from queue_engine.console import actions, queries
 from queue_engine.console.access import viewer_required
 from queue_engine.models import Job, JobLog, JobRecord
@@ -62,7 +63,13 @@ def outcome_context(job: Job | JobRecord) -> dict[str, Any]:
 
 def detail_context(job: Job | JobRecord) -> dict[str, Any]:
     lines, cut = queries.log_tail(job.pk)
-    return {**state_context(job), **outcome_context(job), **log_context(lines, cut)}
+    links = tracking.flow_links(job.pk) if job.flow_id is not None else None
+    return {
+        **state_context(job),
+        **outcome_context(job),
+        **log_context(lines, cut),
+        "links": links,
+    }
 
 
 @viewer_required

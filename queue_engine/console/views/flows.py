@@ -1,0 +1,227 @@
+"""Flows: the list (filters in the URL, keyset pages) and one flow drawn as a graph,
+with cancel / requeue / rerun behind a confirmation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+
+from queue_engine import ops, ops_flows, tracking
+from queue_engine.console.access import operator_required, viewer_required
+from queue_engine.console.queries import RANGES
+from queue_engine.console.views.params import htmx_target, int_param
+
+RANGE_CHOICES = [
+    ("", "Any time"),
+    ("15m", "Last 15 min"),
+    ("1h", "Last hour"),
+    ("24h", "Last 24 h"),
+    ("7d", "Last 7 days"),
+]
+
+
+@dataclass(frozen=True)
+class FlowAction:
+    run: Callable[..., int]
+    title: str  # "Cancel flow"
+    explain: str  # what it will do, shown before it is done
+    done: str  # "{n} node(s) cancelled"
+    danger: bool = False
+
+
+ACTIONS: dict[str, FlowAction] = {
+    "cancel": FlowAction(
+        ops_flows.cancel_flow,
+        "Cancel flow",
+        "Every node that has not ended is cancelled: waiting ones at once, running ones "
+        "when their handler next checks (async handlers are interrupted). Nodes that "
+        "already succeeded stay done. The flow ends as cancelled.",
+        "{n} node{s} cancelled",
+        danger=True,
+    ),
+    "requeue": FlowAction(
+        ops_flows.requeue_flow,
+        "Requeue flow",
+        "Only its dead and cancelled nodes run again, with fresh attempts; their "
+        "dependants wait for them again. What already succeeded is kept, outputs included.",
+        "{n} node{s} requeued",
+    ),
+    "rerun": FlowAction(
+        ops_flows.rerun_flow,
+        "Rerun flow",
+        "A new flow is created with the same nodes, inputs and edges, and runs from the "
+        "start. This flow is left as it is.",
+        "rerun as flow #{n}",
+    ),
+}
+
+
+def allowed_actions(state: str) -> list[str]:
+    """What an operator may do to a flow in this state (the ops enforce it too)."""
+    if state == "running":
+        return ["cancel", "rerun"]
+    if state in ("failed", "cancelled"):
+        return ["requeue", "rerun"]
+    return ["rerun"]
+
+
+def affected(name: str, flow: tracking.FlowRow) -> str:
+    """The exact scope of an action, for its confirmation."""
+    nodes = flow.nodes
+    if name == "cancel":
+        n = sum(nodes.get(s, 0) for s in ("available", "scheduled", "running", "blocked"))
+        return f"{n} node{'s' if n != 1 else ''} {'have' if n != 1 else 'has'} not ended"
+    if name == "requeue":
+        n = nodes.get("failed", 0) + nodes.get("cancelled", 0)
+        return f"{n} dead or cancelled node{'s' if n != 1 else ''} run again"
+    return f"a new flow with this flow's declared nodes ({flow.total} here now)"
+
+
+@dataclass
+class FlowFilters:
+    state: str = ""
+    q: str = ""
+    range: str = ""
+
+    @classmethod
+    def from_query(cls, params: Any) -> FlowFilters:
+        state = params.get("state", "").strip()
+        span = params.get("range", "").strip()
+        return cls(
+            state=state if state in tracking.FLOW_STATES else "",
+            q=params.get("q", "").strip()[:200],
+            range=span if span in RANGES else "",
+        )
+
+    @property
+    def active(self) -> bool:
+        return bool(self.state or self.q or self.range)
+
+    def tracking_filter(self) -> tracking.FlowFilter:
+        return tracking.FlowFilter(
+            state=self.state or None,
+            text=self.q or None,
+            since=timezone.now() - RANGES[self.range] if self.range else None,
+        )
+
+
+@viewer_required
+def flows(request: HttpRequest) -> HttpResponse:
+    filters = FlowFilters.from_query(request.GET)
+    flow_id = int_param({"id": filters.q.removeprefix("#")}, "id")
+    if (
+        flow_id is not None
+        and htmx_target(request) is None
+        and tracking.flow_graph(flow_id, max_nodes=1) is not None
+    ):
+        return redirect("console:flow", flow_id)
+    before, after = int_param(request.GET, "before"), int_param(request.GET, "after")
+    if before is not None and after is not None:
+        after = None
+    error = ""
+    try:
+        page = tracking.list_flows(filters.tracking_filter(), before=before, after=after)
+    except tracking.NarrowYourFilter as exc:
+        page, error = tracking.FlowPage([], None, None), str(exc)
+    context = {
+        "page": "flows",
+        "filters": filters,
+        "flows": page,
+        "error": error,
+        "states": tracking.FLOW_STATES,
+        "ranges": RANGE_CHOICES,
+    }
+    template = "console/flows.html"
+    if htmx_target(request) == "flow-results":
+        template += "#flow-results"
+    return render(request, template, context)
+
+
+def flow_context(flow_id: int) -> dict[str, Any]:
+    try:
+        graph = tracking.flow_graph(flow_id)
+    except tracking.NarrowYourFilter as exc:
+        raise Http404(str(exc)) from exc
+    if graph is None:
+        raise Http404(f"Flow {flow_id} does not exist (it may have been pruned).")
+    return {
+        "flow": graph.flow,
+        "graph": graph,
+        "graph_data": graph_data(graph),
+        "flow_actions": allowed_actions(graph.flow.state),
+        "actions": ACTIONS,
+    }
+
+
+def graph_data(graph: tracking.FlowGraph) -> dict[str, Any]:
+    """What the page's script draws (through `json_script`): nodes and edges, no
+    payloads or outputs (nothing to mask)."""
+    return {
+        "nodes": [
+            {
+                "id": node.id,
+                "key": node.key,
+                "label": node.display_name,
+                "state": node.state,
+                "attempt": node.attempt,
+                "progress": node.progress,
+            }
+            for node in graph.nodes
+        ],
+        "edges": [[parent, child, dynamic] for parent, child, dynamic in graph.edges],
+    }
+
+
+@viewer_required
+def flow_detail(request: HttpRequest, flow_id: int) -> HttpResponse:
+    return render(request, "console/flow.html", {"page": "flows", **flow_context(flow_id)})
+
+
+@operator_required
+def flow_action(request: HttpRequest, flow_id: int) -> HttpResponse:
+    back = reverse("console:flow", args=[flow_id])
+    name = request.POST.get("action", "")
+    action = ACTIONS.get(name)
+    if action is None:
+        messages.error(request, f"Unknown flow action {name!r}: use the buttons on the flow page.")
+        return redirect(back)
+    if request.POST.get("confirm") != "yes":
+        context = flow_context(flow_id)
+        if name not in context["flow_actions"]:
+            messages.error(
+                request,
+                f"Flow {flow_id} is {context['flow'].state}: "
+                f"{action.title.lower()} does not apply to it now.",
+            )
+            return redirect(back)
+        return render(
+            request,
+            "console/confirm_flow.html",
+            {
+                "page": "flows",
+                **context,
+                "action": action,
+                "action_name": name,
+                "affected": affected(name, context["flow"]),
+                "back": back,
+            },
+        )
+    try:
+        n = action.run(flow_id, actor=request.user)
+    except ops.OpsError as exc:
+        messages.error(request, str(exc))
+        return redirect(back)
+    if name == "rerun":
+        messages.success(request, f"Flow #{flow_id} {action.done.format(n=n, s='')}.")
+        return redirect("console:flow", n)
+    messages.success(
+        request, f"Flow #{flow_id}: {action.done.format(n=n, s='' if n == 1 else 's')}."
+    )
+    return redirect(back)
