@@ -219,3 +219,52 @@ def test_notifications_map_to_groups() -> None:
         "qe.overview",
     ]
     assert messages_for("qe_events", "not json") == []
+
+
+async def test_anonymous_jobs_list_sockets_are_refused(stop_bridge: None) -> None:
+    communicator = socket("/ws/jobs/")
+
+    connected, _ = await communicator.connect()
+
+    assert not connected
+
+
+async def test_jobs_list_pushes_only_the_rows_that_changed(session_cookie, live_bridge) -> None:  # type: ignore[no-untyped-def]
+    cookie = await database_sync_to_async(session_cookie)("operator")
+    moving = await Job.objects.acreate(kind="tests.noop", queue="ws", name="will be cancelled")
+    still = await Job.objects.acreate(kind="tests.noop", queue="ws", name="stays put")
+    communicator = socket("/ws/jobs/", (b"cookie", cookie))
+    await communicator.connect()
+    rows = [[moving.id, "available:0"], [still.id, "available:0"]]
+    await communicator.send_to(text_data=json.dumps({"rows": rows, "query": "queue=ws"}))
+
+    await database_sync_to_async(ops.cancel_job)(moving.id, actor="someone")
+    message = await receive_until(communicator, f'id="job-row-{moving.id}"')
+
+    assert 'hx-swap-oob="true"' in message
+    assert "s-cancelled" in message
+    assert 'class="changed"' in message
+    assert f'name="ids" value="{moving.id}"' in message  # operators keep their checkbox
+    assert f"job-row-{still.id}" not in message
+    assert await communicator.receive_nothing(timeout=2.5)  # the timer sends nothing new
+    await communicator.disconnect()
+
+
+async def test_jobs_list_counts_newer_jobs_instead_of_inserting_them(  # type: ignore[no-untyped-def]
+    session_cookie, live_bridge
+) -> None:
+    cookie = await database_sync_to_async(session_cookie)("viewer")
+    shown = await Job.objects.acreate(kind="tests.noop", queue="ws-new")
+    communicator = socket("/ws/jobs/", (b"cookie", cookie))
+    await communicator.connect()
+    query = {"rows": [[shown.id, "available:0"]], "query": "queue=ws-new"}
+    await communicator.send_to(text_data=json.dumps(query))
+
+    await Job.objects.acreate(kind="tests.noop", queue="elsewhere")
+    newer = await Job.objects.acreate(kind="tests.noop", queue="ws-new")
+    message = await receive_until(communicator, 'id="jobs-newer"')
+
+    assert "1 new job — show" in message
+    assert 'href="/jobs/?queue=ws-new"' in message
+    assert f"job-row-{newer.id}" not in message
+    await communicator.disconnect()

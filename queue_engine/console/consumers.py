@@ -19,10 +19,12 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth.context_processors import PermWrapper
-from django.http import Http404
+from django.http import Http404, QueryDict
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.html import format_html
 
+from queue_engine import tracking
 from queue_engine.console import queries
 from queue_engine.console.bridge import EVERYONE, OVERVIEW, bridge, flow_group, job_group
 from queue_engine.console.charts import Trend
@@ -248,3 +250,78 @@ class FlowConsumer(LiveConsumer):
             return ""
         self.last_sent = html
         return html
+
+
+class JobsConsumer(LiveConsumer):
+    """The jobs list: rows on screen whose state changed, and a notice of newer jobs.
+
+    The page sends the rows it shows (id and version, see `row_version`) and its
+    query string after loading and after each swap of its results. New jobs are
+    not inserted (rows would move under the cursor): a notice counts them.
+    """
+
+    refresh_every = 2.0  # claims are not announced
+    max_rows = 500
+
+    async def setup(self) -> bool:
+        self.shown: dict[int, str] = {}
+        self.query: QueryDict | None = None
+        self.newer_sent: tuple[int, bool] = (0, False)
+        return True
+
+    def live_groups(self) -> list[str]:
+        return [EVERYONE, OVERVIEW]
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            message = json.loads(text_data or "")
+        except ValueError:
+            return
+        if isinstance(message, dict) and isinstance(message.get("rows"), list):
+            self.shown = {
+                row[0]: str(row[1])
+                for row in message["rows"][: self.max_rows]
+                if isinstance(row, list) and len(row) == 2 and isinstance(row[0], int)
+            }
+            self.query = QueryDict(str(message.get("query", "")))
+            self.newer_sent = (0, False)  # a fresh list shows no notice
+            self.request(FULL)
+            return
+        await super().receive(text_data, bytes_data)
+
+    def render(self, dirty: set[str]) -> str:
+        if self.query is None:  # the page has not said what it shows yet
+            return ""
+        parts = []
+        for job_id, row in queries.job_rows(list(self.shown)).items():
+            version = row_version(row)
+            if self.shown[job_id] != version:
+                self.shown[job_id] = version
+                parts.append(self.fragment("console/jobs.html#job-row", {"job": row}))
+        parts += self.newer_notice()
+        return "".join(parts)
+
+    def newer_notice(self) -> list[str]:
+        """The notice, when the count of newer matching jobs changed (on the newest page only)."""
+        assert self.query is not None
+        if "before" in self.query or "after" in self.query:
+            return []
+        filters = queries.JobFilters.from_query(self.query)
+        try:
+            newer = queries.newer_jobs(filters, after=max(self.shown, default=0))
+        except queries.NarrowFilter:
+            return []
+        if newer == self.newer_sent:
+            return []
+        self.newer_sent = newer
+        context = {
+            "newer": newer[0],
+            "newer_more": newer[1],
+            "newer_url": f"{reverse('console:jobs')}?{self.query.urlencode()}",
+        }
+        return [self.fragment("console/jobs.html#jobs-newer", context)]
+
+
+def row_version(row: tracking.JobRow) -> str:
+    """What the page's `data-version` holds for a row (see console/jobs.html#job-row)."""
+    return f"{row.state}:{row.attempt}"

@@ -17,7 +17,7 @@ from typing import Any
 
 import psycopg
 from django.db import OperationalError, connection, transaction
-from django.db.models import Min, QuerySet
+from django.db.models import DateTimeField, F, Min, QuerySet, Value
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
@@ -351,6 +351,35 @@ def job_states(ids: list[int]) -> dict[int, str]:
     states = dict(Job.objects.filter(pk__in=ids).values_list("id", "state"))
     states.update(JobRecord.objects.filter(pk__in=ids).values_list("id", "state"))
     return states
+
+
+# The jobs list's columns, in tracking.JobRow's order.
+ROW_FIELDS = (
+    "id", "queue", "kind", "name", "state", "priority", "attempt", "max_attempts", "run_at",
+    "created_at", "started_at", "ended_at", "progress", "last_error",
+)  # fmt: skip
+
+
+def job_rows(ids: list[int]) -> dict[int, tracking.JobRow]:
+    """The jobs list's rows for these ids, live or ended, in one query; gone ids are left out."""
+    last_error = RawSQL(LAST_ERROR_MESSAGE, [])
+    live = Job.objects.filter(pk__in=ids).annotate(
+        ended_at=Value(None, output_field=DateTimeField()), last_error=last_error
+    )
+    ended = JobRecord.objects.filter(pk__in=ids).annotate(
+        ended_at=F("finished_at"), last_error=last_error
+    )
+    rows = live.values_list(*ROW_FIELDS).union(ended.values_list(*ROW_FIELDS), all=True)
+    return {row[0]: tracking.JobRow(*row) for row in rows}
+
+
+NEWER_CAP = 99
+
+
+def newer_jobs(filters: JobFilters, after: int, cap: int = NEWER_CAP) -> tuple[int, bool]:
+    """How many jobs newer than `after` match the filters (at most `cap`), and whether more do."""
+    page = job_page(filters, after=after, limit=cap)
+    return len(page.jobs), page.newer is not None
 
 
 def log_tail(job_id: int, limit: int = LOG_TAIL) -> tuple[list[JobLog], bool]:

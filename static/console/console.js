@@ -164,6 +164,42 @@
   });
   document.addEventListener("htmx:wsAfterMessage", function () { refreshTimes(); });
 
+  // --- jobs list, live: tell its socket which rows are on screen; keep selections across swaps --
+  var jobsSocket = null;
+  var reportedResults = null;
+  function reportRows() {
+    var results = document.getElementById("job-results");
+    reportedResults = results;
+    if (!jobsSocket || !results) return;
+    var rows = Array.from(results.querySelectorAll('tr[id^="job-row-"]')).map(function (row) {
+      return [Number(row.id.slice("job-row-".length)), row.getAttribute("data-version") || ""];
+    });
+    try {
+      jobsSocket.send(JSON.stringify({ rows: rows, query: results.getAttribute("data-query") || "" }));
+    } catch (e) { /* closed: the rows are reported again on reconnect */ }
+  }
+  document.addEventListener("htmx:wsOpen", function (event) {
+    if (!event.target.hasAttribute || !event.target.hasAttribute("data-live-jobs")) return;
+    jobsSocket = event.detail.socketWrapper;
+    reportRows();
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    // A filter or page change swapped the results in: the socket must watch the new rows.
+    if (jobsSocket && document.getElementById("job-results") !== reportedResults) reportRows();
+  });
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var old = event.detail.target;
+    if (!old || !old.id || old.id.indexOf("job-row-") !== 0) return;
+    var box = old.querySelector('input[name="ids"]');
+    var fresh = event.detail.fragment.querySelector('input[name="ids"]');
+    if (!box || !fresh) return;
+    fresh.checked = box.checked;
+    if (document.activeElement === box) setTimeout(function () { fresh.focus(); }, 0);
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    document.querySelectorAll("form[data-bulk]").forEach(updateSelection);
+  });
+
   function init(scope) {
     refreshTimes(scope);
     document.querySelectorAll("form[data-bulk]").forEach(updateSelection);

@@ -231,3 +231,34 @@ def test_a_running_flow_changes_colour_live(
     assert children_heading.startswith("Parents 3")
     assert JobRecord.objects.get(flow_id=flow_id, node_key="publish").result == 3
     assert not page.errors
+
+
+def test_the_jobs_list_follows_a_job_to_success_keeping_the_selection(
+    new_page: Any, server: Server, workers: Workers
+) -> None:
+    from tests import jobs
+
+    done = console_data.record("succeeded", queue="default", kind="tests.noop")
+    waiting = jobs.noop.enqueue()
+    page = new_page("operator")
+    page.goto(server.url + "/jobs/")
+    page.wait_for_selector("[data-live].on")
+    page.evaluate("window.notReloaded = true")
+    page.check(f"#job-row-{waiting.id} input[name=ids]")
+    page.check(f"#job-row-{done.id} input[name=ids]")
+    before = page.inner_text(f"#job-row-{waiting.id} .badge")
+
+    workers.start("--concurrency", "2")
+    page.wait_for_selector(f"#job-row-{waiting.id} .badge.s-succeeded", timeout=15000)
+    jobs.noop.enqueue()
+    page.wait_for_selector("#jobs-newer a", timeout=10000)
+    screenshot(page, "jobs-live")
+
+    assert before == "available"
+    assert page.evaluate("window.notReloaded") is True
+    assert page.is_checked(f"#job-row-{waiting.id} input[name=ids]")
+    assert page.is_checked(f"#job-row-{done.id} input[name=ids]")
+    assert page.inner_text("[data-selected-count]") == "2 jobs selected"
+    assert page.inner_text("#jobs-newer a") == "1 new job — show"
+    assert page.locator("tr[id^=job-row-]").count() == 2  # the new job was not inserted
+    assert not page.errors
