@@ -23,7 +23,7 @@ from django.db.models.functions import Now
 
 from queue_engine import queue_defaults, sql
 from queue_engine import sql_maintenance as q
-from queue_engine.models import QueueConfig
+from queue_engine.models import GroupLimit, QueueConfig
 from queue_engine.ops import OpsError, audit
 from queue_engine.queue_defaults import EDITABLE, LIMITS, MAX_SECONDS
 
@@ -33,9 +33,11 @@ __all__ = [
     "MAX_SECONDS",
     "check_settings",
     "declare_configured",
+    "group_limit_problem",
     "pause_queue",
     "reset_queue_config",
     "resume_queue",
+    "set_group_limit",
     "update_queue_config",
 ]
 SETTINGS_ACTOR = "settings"
@@ -71,6 +73,62 @@ def reset_queue_config(name: str, *fields: str, actor: Any = None) -> QueueConfi
     """
     check_settings(name, dict.fromkeys(fields, None), values=False)
     return _update(name, {}, actor, action="queue_config_reset", reset=fields or EDITABLE)
+
+
+def set_group_limit(
+    queue: str, group_key: str, max_concurrency: int | None, *, actor: Any = None
+) -> GroupLimit | None:
+    """Cap how many jobs of one group key run at once, over the queue's group_concurrency.
+
+    None or 0 removes the override: the key falls back to the queue's limit.
+    The claim reads the row by exact (queue, group_key), as written here.
+    """
+    problem = queue_defaults.name_problem(queue) or group_limit_problem(
+        queue, group_key, max_concurrency
+    )
+    if problem:
+        raise OpsError(problem)
+    new = max_concurrency or None
+    with transaction.atomic():
+        current = (
+            GroupLimit.objects.select_for_update().filter(queue=queue, group_key=group_key).first()
+        )
+        old = current.max_concurrency if current else None
+        if old == new:
+            return current
+        if new is None:
+            GroupLimit.objects.filter(queue=queue, group_key=group_key).delete()
+            current = None
+        else:
+            current, _ = GroupLimit.objects.update_or_create(
+                queue=queue, group_key=group_key, defaults={"max_concurrency": new}
+            )
+        with connection.cursor() as cursor:
+            cursor.execute(sql.NOTIFY_QUEUES, [[queue]])  # a looser cap may free waiting jobs
+            cursor.execute(sql.NOTIFY_EVENT, [json.dumps({"type": "queue", "queues": [queue]})])
+        audit(
+            actor,
+            "group_limit",
+            "queue",
+            queue,
+            1,
+            group_key=group_key,
+            changes={"max_concurrency": [old, new]},
+        )
+    return current
+
+
+def group_limit_problem(queue: str, key: object, limit: object) -> str | None:
+    if not isinstance(key, str) or not 0 < len(key) <= 255:
+        return f"Cannot set a group limit on queue {queue!r}: a group key has 1 to 255 characters."
+    if limit is not None and (
+        isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_SECONDS
+    ):
+        return (
+            f"Cannot set the limit of group {key!r} on queue {queue!r}: it must be a whole number "
+            f"from 1 to {MAX_SECONDS}, or 0 or None to remove it, not {limit!r}."
+        )
+    return None
 
 
 def declare_configured() -> dict[str, list[str]]:

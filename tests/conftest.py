@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -45,6 +46,39 @@ def workers(transactional_db: None, tmp_path, request):  # type: ignore[no-untyp
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
         print(pool.output())
+
+
+@pytest.fixture
+def make_user(db: None) -> Callable[..., Any]:
+    """make_user(role, password=None): a user in a console role ("viewer", "operator") or none."""
+    from django.contrib.auth.models import Group, User
+
+    from queue_engine.console.roles import ensure_roles
+
+    ensure_roles()
+
+    def make(role: str | None, password: str | None = None) -> User:
+        # No password unless a test logs in with one: hashing is slow on purpose.
+        user = User.objects.create_user(f"user-{role}", password=password)
+        if role is not None:
+            user.groups.add(Group.objects.get(name=role))
+        return user
+
+    return make
+
+
+@pytest.fixture
+def viewer(make_user: Callable[..., Any]) -> Any:
+    from tests.console_users import client_for
+
+    return client_for(make_user("viewer"))
+
+
+@pytest.fixture
+def operator(make_user: Callable[..., Any]) -> Any:
+    from tests.console_users import client_for
+
+    return client_for(make_user("operator"))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

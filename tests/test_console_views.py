@@ -3,52 +3,21 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
 from queue_engine import tracking
-from queue_engine.console.roles import ensure_roles
 from queue_engine.models import AuditEvent, Job, JobRecord, QueueConfig
 from tests import console_data
 from tests.console_data import XSS, ConsoleData
+from tests.console_users import client_for
 from tests.workers import wait_for
 
 pytestmark = pytest.mark.django_db
 
 PAGES = ["/", "/jobs/", "/dead/", "/schedules/", "/workers/", "/audit/", "/queues/emails/"]
-
-
-@pytest.fixture
-def make_user(db: None) -> Callable[..., User]:
-    ensure_roles()
-
-    def make(role: str | None, password: str | None = None) -> User:
-        # No password unless a test logs in with one: hashing is slow on purpose.
-        user = User.objects.create_user(f"user-{role}", password=password)
-        if role is not None:
-            user.groups.add(Group.objects.get(name=role))
-        return user
-
-    return make
-
-
-def client_for(user: User, **kwargs: bool) -> Client:
-    client = Client(**kwargs)
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def viewer(make_user: Callable[..., User]) -> Client:
-    return client_for(make_user("viewer"))
-
-
-@pytest.fixture
-def operator(make_user: Callable[..., User]) -> Client:
-    return client_for(make_user("operator"))
 
 
 @pytest.fixture

@@ -8,10 +8,11 @@ import time
 import psycopg
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.db import connection
 from django.test import Client
 
 from queue_engine import ops_queues, schedules
-from queue_engine.models import AuditEvent, Job, JobRecord, QueueConfig, Schedule
+from queue_engine.models import AuditEvent, GroupLimit, Job, JobRecord, QueueConfig, Schedule
 from queue_engine.ops import OpsError
 from tests import jobs
 from tests.workers import Workers, wait_for
@@ -260,3 +261,74 @@ def test_admin_actions_need_the_operator_permission(viewer: Client) -> None:
     assert attempt.status_code in (200, 302)
     assert Job.objects.get(pk=live.id).state == "available"
     assert not AuditEvent.objects.exists()
+
+
+@pytest.mark.django_db
+def test_set_group_limit_adds_changes_and_removes_an_override_with_audit() -> None:
+    ops_queues.set_group_limit("emails", "acme/eu", 2, actor="alice")
+    ops_queues.set_group_limit("emails", "acme/eu", 5, actor="alice")
+    ops_queues.set_group_limit("emails", "acme/eu", 5, actor="alice")
+    kept = list(GroupLimit.objects.values_list("queue", "group_key", "max_concurrency"))
+
+    removed = ops_queues.set_group_limit("emails", "acme/eu", 0, actor="bob")
+
+    assert kept == [("emails", "acme/eu", 5)] and removed is None
+    assert not GroupLimit.objects.exists()
+    events = AuditEvent.objects.order_by("id")
+    assert [(e.actor, e.action, e.target, e.details) for e in events] == [
+        (
+            "alice",
+            "group_limit",
+            "emails",
+            {"group_key": "acme/eu", "changes": {"max_concurrency": [None, 2]}},
+        ),
+        (
+            "alice",
+            "group_limit",
+            "emails",
+            {"group_key": "acme/eu", "changes": {"max_concurrency": [2, 5]}},
+        ),
+        (
+            "bob",
+            "group_limit",
+            "emails",
+            {"group_key": "acme/eu", "changes": {"max_concurrency": [5, None]}},
+        ),
+    ]
+
+
+@pytest.mark.django_db
+def test_the_claim_reads_group_limits_as_set_group_limit_writes_them() -> None:
+    def room(key: str) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT queue_engine_group_room(%s, %s, %s)", ["emails", key, 7])
+            return cursor.fetchone()[0]
+
+    ops_queues.set_group_limit("emails", "acme", 2)
+    capped = (room("acme"), room("other"))
+    ops_queues.set_group_limit("emails", "acme", None)
+
+    assert capped == (2, 7)
+    assert room("acme") == 7
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("queue", "key", "limit", "message"),
+    [
+        ("", "acme", 2, "A queue name has 1 to 128 characters"),
+        ("emails", "", 2, "a group key has 1 to 255 characters"),
+        ("emails", "k" * 256, 2, "a group key has 1 to 255 characters"),
+        ("emails", 7, 2, "a group key has 1 to 255 characters"),
+        ("emails", "acme", -1, "it must be a whole number from 1 to"),
+        ("emails", "acme", "3", "or 0 or None to remove it, not '3'"),
+        ("emails", "acme", True, "it must be a whole number"),
+        ("emails", "acme", 10**12, "it must be a whole number"),
+    ],
+)
+def test_bad_group_limits_are_refused_and_nothing_is_written(queue, key, limit, message) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(OpsError) as caught:
+        ops_queues.set_group_limit(queue, key, limit)
+
+    assert message in str(caught.value)
+    assert not GroupLimit.objects.exists() and not AuditEvent.objects.exists()

@@ -10,6 +10,7 @@ from queue_engine.console.views import (
     job,
     jobs,
     overview,
+    queue_config,
     queues,
     schedules,
     workers,
@@ -37,5 +38,8 @@ urlpatterns = [
     path("queues/<path:name>/redrive/", queues.redrive, name="queue_redrive"),
     path("queues/<path:name>/pause/", queues.pause, name="queue_pause"),
     path("queues/<path:name>/resume/", queues.resume, name="queue_resume"),
+    path("queues/<path:name>/config/", queue_config.edit_config, name="queue_config"),
+    path("queues/<path:name>/config/reset/", queue_config.reset_config, name="queue_config_reset"),
+    path("queues/<path:name>/group-limit/", queue_config.group_limit, name="queue_group_limit"),
     path("queues/<path:name>/", queues.queue, name="queue"),
 ]

@@ -262,3 +262,42 @@ def test_the_jobs_list_follows_a_job_to_success_keeping_the_selection(
     assert page.inner_text("#jobs-newer a") == "1 new job — show"
     assert page.locator("tr[id^=job-row-]").count() == 2  # the new job was not inserted
     assert not page.errors
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_editing_a_queue_with_the_keyboard(new_page: Any, server: Server, scheme: str) -> None:
+    from queue_engine.models import GroupLimit, QueueConfig
+
+    QueueConfig.objects.create(name="emails")
+    page = new_page("operator", color_scheme=scheme)
+    page.goto(server.url + "/queues/emails/")
+
+    page.focus("summary:has-text('Edit configuration')")
+    page.keyboard.press("Enter")
+    screenshot(page, f"queue-edit-form-{scheme}")
+    page.fill("#cfg-max_concurrency", "many")
+    page.press("#cfg-max_concurrency", "Enter")
+    page.wait_for_selector(".field-error")
+    screenshot(page, f"queue-edit-invalid-{scheme}")
+    page.fill("#cfg-max_concurrency", "8")
+    page.fill("#cfg-lock_duration", "15m")
+    page.press("#cfg-lock_duration", "Enter")
+    page.wait_for_selector(".changes")
+    screenshot(page, f"queue-edit-confirm-{scheme}")
+    page.keyboard.press("Enter")  # the confirm button has the focus
+    page.wait_for_selector(".flash-success")
+    page.focus("summary:has-text('Add or change a group limit')")
+    page.keyboard.press("Enter")
+    page.fill("#group-key", "<b>acme</b>/eu")
+    page.fill("#group-max", "2")
+    page.press("#group-max", "Enter")
+    page.wait_for_selector(".changes")
+    page.keyboard.press("Enter")
+    page.wait_for_selector(".flash-success")
+    screenshot(page, f"queue-edited-{scheme}")
+
+    config = QueueConfig.objects.get(name="emails")
+    assert (config.max_concurrency, config.lock_duration) == (8, 900)
+    assert GroupLimit.objects.get().group_key == "<b>acme</b>/eu"
+    assert page.locator("dt.mono", has_text="<b>acme</b>/eu").count() == 1
+    assert not page.errors

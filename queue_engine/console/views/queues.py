@@ -14,6 +14,7 @@ from django.urls import reverse
 from queue_engine import ops
 from queue_engine.console import charts, queries
 from queue_engine.console.access import operator_required, viewer_required
+from queue_engine.console.queue_form import config_rows
 from queue_engine.models import GroupLimit, QueueConfig
 
 
@@ -58,6 +59,7 @@ def queue(request: HttpRequest, name: str) -> HttpResponse:
             "group_limits": GroupLimit.objects.filter(queue=name).order_by("group_key"),
             "recent": recent.jobs,
             "can_pause": queue_action("pause_queue") is not None,
+            "rows": config_rows(name, context["config"]),
         },
     )
 

@@ -1,0 +1,208 @@
+"""Edit a queue's configuration and its group limits, each change confirmed before it is made."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from queue_engine import ops_queues, queue_defaults
+from queue_engine.console.access import operator_required
+from queue_engine.console.queue_form import (
+    COUNT,
+    FIELDS,
+    as_input,
+    config_rows,
+    current_values,
+    parse,
+    shown,
+)
+from queue_engine.console.views.queues import queue_context
+from queue_engine.models import GroupLimit
+from queue_engine.ops import OpsError
+
+
+@dataclass
+class Change:
+    label: str
+    old: str
+    new: str
+
+
+def edit_page(request: HttpRequest, name: str, **context: Any) -> HttpResponse:
+    """The queue's forms again, with what was wrong next to the field: nothing was written."""
+    base = queue_context(name)
+    return render(
+        request,
+        "console/queue_config.html",
+        {
+            "page": "overview",
+            **base,
+            "rows": context.pop("rows", None) or config_rows(name, base["config"]),
+            "group_limits": GroupLimit.objects.filter(queue=name).order_by("group_key"),
+            **context,
+        },
+    )
+
+
+def confirm_page(
+    request: HttpRequest, name: str, title: str, changes: list[Change], **context: Any
+) -> HttpResponse:
+    return render(
+        request,
+        "console/confirm_queue_config.html",
+        {
+            "page": "overview",
+            "name": name,
+            "title": title,
+            "changes": changes,
+            "back": reverse("console:queue", args=[name]),
+            **context,
+        },
+    )
+
+
+def applied(request: HttpRequest, back: str, run: Callable[[], object], done: str) -> HttpResponse:
+    """Run a confirmed change through ops and say how it went on the queue page."""
+    try:
+        run()
+    except OpsError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, done)
+    return redirect(back)
+
+
+@operator_required
+def edit_config(request: HttpRequest, name: str) -> HttpResponse:
+    config = queue_context(name)["config"]
+    current = current_values(name, config)
+    rows = config_rows(name, config)
+    values = {}
+    for row in rows:
+        if row.name not in request.POST:
+            continue
+        row.value = request.POST[row.name]
+        try:
+            values[row.name] = parse(name, row.name, row.value)
+        except OpsError as exc:
+            row.error = str(exc)
+    if any(row.error for row in rows):
+        return edit_page(request, name, rows=rows)
+    changed = {field: value for field, value in values.items() if current[field] != value}
+    back = reverse("console:queue", args=[name])
+    if not changed:
+        messages.info(request, f"Nothing changed: queue {name} already has these values.")
+        return redirect(back)
+    if request.POST.get("confirm") != "yes":
+        return confirm_page(
+            request,
+            name,
+            f"Change the configuration of {name}?",
+            [
+                Change(FIELDS[f][0], shown(FIELDS[f][1], current[f]), shown(FIELDS[f][1], v))
+                for f, v in changed.items()
+            ],
+            action=reverse("console:queue_config", args=[name]),
+            fields=[(f, as_input(FIELDS[f][1], v)) for f, v in changed.items()],
+            explain="Workers use the new values from their next claim. Settings no longer "
+            "change these fields until you hand them back.",
+        )
+    labels = ", ".join(FIELDS[f][0].lower() for f in changed)
+    return applied(
+        request,
+        back,
+        lambda: ops_queues.update_queue_config(name, actor=request.user, **changed),
+        f"Queue {name} updated: {labels}.",
+    )
+
+
+@operator_required
+def reset_config(request: HttpRequest, name: str) -> HttpResponse:
+    config = queue_context(name)["config"]
+    back = reverse("console:queue", args=[name])
+    edited = [f for f in FIELDS if config and f in config.edited_fields]
+    asked = request.POST.getlist("field") or edited
+    unknown = sorted(set(asked) - set(FIELDS))
+    if unknown:
+        messages.error(request, f"Unknown setting(s) {', '.join(unknown)}: use the buttons here.")
+        return redirect(back)
+    fields = [f for f in FIELDS if f in asked and f in edited]
+    if not fields:
+        messages.info(request, f"Nothing to hand back: queue {name} already uses the settings.")
+        return redirect(back)
+    if request.POST.get("confirm") != "yes":
+        current = current_values(name, config)
+        setting = queue_defaults.starting_values(name)
+        return confirm_page(
+            request,
+            name,
+            f"Use the settings for {name}?",
+            [
+                Change(label, shown(kind, current[f]), shown(kind, setting[f]))
+                for f, (label, kind) in FIELDS.items()
+                if f in fields
+            ],
+            action=reverse("console:queue_config_reset", args=[name]),
+            fields=[("field", f) for f in fields],
+            explain="These fields take the values QUEUE_ENGINE gives this queue, and follow "
+            "the settings again from now on.",
+        )
+    labels = ", ".join(FIELDS[f][0].lower() for f in fields)
+    return applied(
+        request,
+        back,
+        lambda: ops_queues.reset_queue_config(name, *fields, actor=request.user),
+        f"Queue {name} uses the settings again for {labels}.",
+    )
+
+
+@operator_required
+def group_limit(request: HttpRequest, name: str) -> HttpResponse:
+    config = queue_context(name)["config"]
+    key = request.POST.get("group_key", "")
+    raw = request.POST.get("max_concurrency", "").strip()
+    if raw and not COUNT.fullmatch(raw):
+        problem: str | None = "Enter a whole number, or 0 or nothing to remove the limit."
+    else:
+        limit = int(raw) if raw else None
+        problem = ops_queues.group_limit_problem(name, key, limit)
+    if problem:
+        return edit_page(
+            request, name, group_error=problem, group_key=key, group_value=raw, open_group=True
+        )
+    new = limit or None
+    old = GroupLimit.objects.filter(queue=name, group_key=key).first()
+    old_limit = old.max_concurrency if old else None
+    back = reverse("console:queue", args=[name])
+    if old_limit == new:
+        messages.info(request, f"Nothing changed: group {key} of {name} already has that limit.")
+        return redirect(back)
+    if request.POST.get("confirm") != "yes":
+        fallback = shown("count", config.group_concurrency if config else None)
+
+        def limit_of(value: int | None) -> str:
+            return f"{value} at a time" if value else f"the queue's per-group limit ({fallback})"
+
+        verb = "Remove the limit on" if new is None else "Limit"
+        return confirm_page(
+            request,
+            name,
+            f"{verb} group {key} of {name}?",
+            [Change(f"Group {key}", limit_of(old_limit), limit_of(new))],
+            action=reverse("console:queue_group_limit", args=[name]),
+            fields=[("group_key", key), ("max_concurrency", str(new or 0))],
+            explain="Workers apply it from their next claim; running jobs are not stopped.",
+        )
+    done = "removed" if new is None else f"set to {new} at a time"
+    return applied(
+        request,
+        back,
+        lambda: ops_queues.set_group_limit(name, key, new, actor=request.user),
+        f"Limit of group {key} in queue {name} {done}.",
+    )
