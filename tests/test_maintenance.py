@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 
 from queue_engine.models import JobLog, JobRecord, MetricBucket, QueueConfig, RollupState
-from queue_engine.worker.services import delete_expired, roll_up
+from queue_engine.worker.services import delete_expired, roll_up, rollup
 from queue_engine.worker.services.retention import Swept
 from tests.services import run_service
 from tests.workers import Workers, wait_for
@@ -288,6 +288,25 @@ def test_a_first_rollup_over_a_long_history_goes_in_hour_chunks(conninfo: str) -
     assert len(passes) >= 30
     totals = MetricBucket.objects.filter(size=3600).values_list("succeeded", "failed", "cancelled")
     assert sum(map(sum, totals)) == 400
+
+
+def test_a_rollup_whose_passes_slow_down_counts_every_row_once(
+    conninfo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every pass counts as slow: the chunk halves from an hour to 7.5 minutes and less,
+    # so passes end in the middle of a minute.
+    monkeypatch.setattr(rollup, "FAST_PASS", 0.0)
+    monkeypatch.setattr(rollup, "SLOW_PASS", 0.0)
+    now = database_now()
+    records = random_records(now, 2000, random.Random(11), span=timedelta(hours=2))
+    JobRecord.objects.bulk_create(records)
+
+    while run_service(conninfo, roll_up, budget=60).more:
+        pass
+
+    assert buckets(60) == expected_minutes(records)
+    totals = MetricBucket.objects.filter(size=3600).values_list("succeeded", "failed", "cancelled")
+    assert sum(map(sum, totals)) == len(records)
 
 
 def test_the_rollup_outlives_retention(conninfo: str) -> None:

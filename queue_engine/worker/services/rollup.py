@@ -70,8 +70,10 @@ async def _one_pass(
             oldest = (await cur.fetchone() or (None,))[0]
             start = _minute(oldest or now)
         else:
-            start = (watermark - LATE_MARGIN).astimezone(UTC)
-        end = min(now, start + chunk)
+            start = _minute(watermark - LATE_MARGIN)
+        # Whole minutes: a pass that stopped inside a minute would leave the next one to
+        # insert that minute's bucket again (a halved chunk is 7.5 minutes, then less).
+        end = min(now, _minute(start + chunk))
         minutes = {"size": 60, "start": start, "end": end}
         await conn.execute(q.DELETE_BUCKETS, minutes)
         await conn.execute(q.INSERT_MINUTE_BUCKETS, minutes)
