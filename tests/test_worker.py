@@ -171,6 +171,18 @@ def test_progress_is_visible_while_running(workers: Workers) -> None:
     assert live.progress_message.endswith("s of 5s")
 
 
+def test_the_last_progress_report_outlives_a_fast_finish(workers: Workers) -> None:
+    # tests.talker reports "halfway" and returns at once: the report is still
+    # waiting for its periodic flush when the job settles.
+    talkers = [jobs.talker.enqueue() for _ in range(20)]
+    workers.run_burst("--concurrency", "4")
+
+    ended = JobRecord.objects.filter(pk__in=[t.id for t in talkers])
+    assert {(r.state, r.progress, r.progress_message) for r in ended} == {
+        ("succeeded", 0.5, "halfway")
+    }
+
+
 @pytest.mark.parametrize("definition", [jobs.cooperative, jobs.async_sleeper])
 def test_cancel_reaches_a_running_job_within_a_second(workers: Workers, definition) -> None:  # type: ignore[no-untyped-def]
     job = definition.enqueue(seconds=30)

@@ -68,7 +68,7 @@ class Workers:
         return env
 
     def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        log_path = self.tmp_path / f"worker-{len(self.procs)}.log"
+        log_path = self.tmp_path / f"worker-{len(self.logs)}.log"
         self.logs.append(log_path)
         proc = subprocess.Popen(
             [sys.executable, "manage.py", "runworker", "--poll-interval", "0.2", *args],

@@ -56,6 +56,7 @@ class Worker:
         self.outcomes: list[Outcome] = []
         self.logs: list[tuple[Any, ...]] = []
         self.progress: dict[int, tuple[int, float, str]] = {}
+        self.progress_flushing: dict[int, tuple[int, float, str]] = {}  # being written now
         self.wakeup = asyncio.Event()
         self.maybe_more = True
         self.stopping = False
@@ -246,6 +247,13 @@ class Worker:
         """Settle finished jobs and claim the next batch in one transaction, one round trip."""
         token = random.getrandbits(62)
         batch = SettleBatch.of(outcomes)
+        # Progress not flushed yet goes in with the settle, before the row moves:
+        # a job's last report must not be lost to the race with its completion.
+        for outcome in outcomes:
+            job_id = outcome.execution.job_id
+            pending = self.progress.pop(job_id, None) or self.progress_flushing.get(job_id)
+            if pending is not None:
+                batch.progress[job_id] = pending
         claim = {
             "all_queues": not self.options.queues,
             "queues": self.options.queues,
@@ -378,7 +386,11 @@ class Worker:
             )
             held = {row[0] for row in await cur.fetchall()}
         for execution in executions:
-            if execution.job_id not in held and self.inflight.get(execution.job_id) is execution:
+            if (
+                execution.job_id not in held
+                and not execution.completed_in_transaction  # ctx.atomic() moved the row
+                and self.inflight.get(execution.job_id) is execution
+            ):
                 log.warning(
                     "job %s: lease lost (cancelled, rescued or removed); stopping it",
                     execution.job_id,
@@ -397,6 +409,7 @@ class Worker:
         progress, self.progress = self.progress, {}
         if not logs and not progress:
             return
+        self.progress_flushing = progress
         columns: list[list[Any]] = [list(c) for c in zip(*logs, strict=True)] if logs else []
         job_ids = sorted({row[0] for row in logs} | set(progress))[:MAX_EVENT_IDS]
 
@@ -469,6 +482,7 @@ class SettleBatch:
     snoozed: list[Outcome] = field(default_factory=list)
     released: list[Outcome] = field(default_factory=list)
     results: list[Outcome] = field(default_factory=list)
+    progress: dict[int, tuple[int, float, str]] = field(default_factory=dict)
     cursors: list[tuple[str, int, psycopg.AsyncCursor[Any]]] = field(default_factory=list)
 
     @classmethod
@@ -492,6 +506,21 @@ class SettleBatch:
             }
 
         statements: list[tuple[str, str, list[Outcome], dict[str, Any]]] = []
+        if self.progress:
+            ids = sorted(self.progress)
+            statements.append(
+                (
+                    "progress",
+                    sql.PROGRESS,
+                    [],
+                    {
+                        "ids": ids,
+                        "tokens": [self.progress[i][0] for i in ids],
+                        "fractions": [self.progress[i][1] for i in ids],
+                        "messages": [self.progress[i][2] for i in ids],
+                    },
+                )
+            )
         plain = [o for o in self.succeeded if o.execution.flow_id is None]
         in_flows = [o for o in self.succeeded if o.execution.flow_id is not None]
         if plain:
@@ -607,7 +636,11 @@ class SettleBatch:
     def report(self, logger: logging.Logger) -> None:
         stale: dict[str, int] = defaultdict(int)
         for name, sent, cursor in self.cursors:
-            if name not in ("results", "flow") and cursor.rowcount >= 0 and cursor.rowcount < sent:
+            if (
+                name not in ("results", "flow", "progress")
+                and cursor.rowcount >= 0
+                and cursor.rowcount < sent
+            ):
                 stale[name] += sent - cursor.rowcount
         for name, count in stale.items():
             logger.info(
