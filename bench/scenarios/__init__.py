@@ -18,6 +18,7 @@ SCENARIOS: dict[str, str] = {
     "flow_fanout": "bench.scenarios.flow_fanout",
     "flow_chain": "bench.scenarios.flow_chain",
     "drain_with_limits": "bench.scenarios.drain_with_limits",
+    "console_pages": "bench.scenarios.console_pages",
 }
 
 
