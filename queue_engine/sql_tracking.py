@@ -60,18 +60,26 @@ ROLLED_UP_TO = "SELECT rolled_up_to, now() FROM queue_engine_rollupstate WHERE n
 
 DATABASE_NOW = "SELECT now()"
 
-_BUCKET_COLUMNS = """bucket AS t, succeeded, failed, cancelled, retried, timed, wait_sum, run_sum,
-           wait_p50, wait_p95, run_p50, run_p95"""
-_BUCKET_FILTERS = """(%(queue)s::varchar IS NULL OR queue = %(queue)s)
+_BUCKET_COLUMNS = """queue, bucket AS t, succeeded, failed, cancelled, retried, timed,
+           wait_sum, run_sum, wait_p50, wait_p95, run_p50, run_p95"""
+_BUCKET_FILTERS = """(%(queues)s::varchar[] IS NULL OR queue = ANY(%(queues)s::varchar[]))
        AND (%(kind)s::varchar IS NULL OR kind = %(kind)s)"""
 
-# One point per step from %(start)s to %(end)s, zero-filled, stitched from three
+# One point per step from %(start)s to %(end)s, zero-filled, for each of %(queues)s
+# (or one series of every queue together when it is NULL), stitched from three
 # disjoint sources: hour buckets before %(hours_until)s, minute buckets up to
 # the rollup's watermark, and history rows after it (the live tail). Counts and
 # sums add up exactly; percentiles of a point that spans several buckets are the
-# timed-weighted means of the buckets' percentiles.
+# timed-weighted means of the buckets' percentiles. The tail is read by time alone
+# (the BRIN index): given the queue too, the planner would AND the BRIN range with
+# every history row of the queue from the (queue, state, id) index (150,000 index
+# entries for a queue with 15% of 1,000,000 rows, 25 ms, for a tail of a few rows).
 SERIES = f"""
-WITH src AS (
+WITH tail AS MATERIALIZED (
+    SELECT finished_at, queue, kind, state, attempt, started_at, run_at
+      FROM queue_engine_jobrecord
+     WHERE finished_at >= %(raw_from)s AND finished_at < %(end)s
+), src AS (
     SELECT {_BUCKET_COLUMNS}
       FROM queue_engine_metricbucket
      WHERE size = 3600 AND bucket >= %(start)s AND bucket < %(hours_until)s
@@ -82,7 +90,7 @@ WITH src AS (
      WHERE size = 60 AND bucket >= %(minutes_from)s AND bucket < %(minutes_until)s
        AND {_BUCKET_FILTERS}
     UNION ALL
-    SELECT date_bin('1 minute', finished_at, {ORIGIN}),
+    SELECT queue, date_bin('1 minute', finished_at, {ORIGIN}),
            count(*) FILTER (WHERE state = 'succeeded'),
            count(*) FILTER (WHERE state = 'failed'),
            count(*) FILTER (WHERE state = 'cancelled'),
@@ -92,39 +100,40 @@ WITH src AS (
            percentile_cont(0.95) WITHIN GROUP (ORDER BY wait),
            percentile_cont(0.5) WITHIN GROUP (ORDER BY run),
            percentile_cont(0.95) WITHIN GROUP (ORDER BY run)
-      FROM (SELECT finished_at, state, attempt,
+      FROM (SELECT queue, finished_at, state, attempt,
                    CASE WHEN started_at IS NOT NULL
                     THEN GREATEST(EXTRACT(epoch FROM started_at - run_at), 0)
                END::float8 AS wait,
                    CASE WHEN started_at IS NOT NULL
                     THEN GREATEST(EXTRACT(epoch FROM finished_at - started_at), 0)
                END::float8 AS run
-              FROM queue_engine_jobrecord
-             WHERE finished_at >= %(raw_from)s AND finished_at < %(end)s
-               AND {_BUCKET_FILTERS}) AS r
-     GROUP BY 1
+              FROM tail
+             WHERE {_BUCKET_FILTERS}) AS r
+     GROUP BY 1, 2
 ), binned AS (
-    SELECT date_bin(make_interval(secs => %(step)s), t, {ORIGIN}) AS slot,
+    SELECT CASE WHEN %(queues)s::varchar[] IS NOT NULL THEN queue END AS queue,
+           date_bin(make_interval(secs => %(step)s), t, {ORIGIN}) AS slot,
            sum(succeeded) AS succeeded, sum(failed) AS failed, sum(cancelled) AS cancelled,
            sum(retried) AS retried, sum(timed) AS timed,
            sum(wait_sum) AS wait_sum, sum(run_sum) AS run_sum,
            sum(wait_p50 * timed) AS wait_p50, sum(wait_p95 * timed) AS wait_p95,
            sum(run_p50 * timed) AS run_p50, sum(run_p95 * timed) AS run_p95
       FROM src
-     GROUP BY 1
+     GROUP BY 1, 2
 )
-SELECT s.slot,
+SELECT q.queue, s.slot,
        COALESCE(b.succeeded, 0)::bigint, COALESCE(b.failed, 0)::bigint,
        COALESCE(b.cancelled, 0)::bigint, COALESCE(b.retried, 0)::bigint,
        b.wait_sum / NULLIF(b.timed, 0), b.wait_p50 / NULLIF(b.timed, 0),
        b.wait_p95 / NULLIF(b.timed, 0),
        b.run_sum / NULLIF(b.timed, 0), b.run_p50 / NULLIF(b.timed, 0),
        b.run_p95 / NULLIF(b.timed, 0)
-  FROM generate_series(%(start)s::timestamptz,
-                       %(end)s::timestamptz - make_interval(secs => %(step)s),
-                       make_interval(secs => %(step)s)) AS s(slot)
-  LEFT JOIN binned b ON b.slot = s.slot
- ORDER BY s.slot
+  FROM unnest(COALESCE(%(queues)s::varchar[], '{{NULL}}'::varchar[])) AS q(queue)
+ CROSS JOIN generate_series(%(start)s::timestamptz,
+                            %(end)s::timestamptz - make_interval(secs => %(step)s),
+                            make_interval(secs => %(step)s)) AS s(slot)
+  LEFT JOIN binned b ON b.slot = s.slot AND b.queue IS NOT DISTINCT FROM q.queue
+ ORDER BY q.queue, s.slot
 """
 
 # --- job lists ----------------------------------------------------------------------

@@ -99,6 +99,27 @@ def test_series_stitch_the_rollup_with_the_live_tail(conninfo: str) -> None:
     assert sum(p.ended for p in other.points) == 0
 
 
+def test_queue_series_reads_each_queues_series_at_once(conninfo: str) -> None:
+    now = database_now()
+    JobRecord.objects.bulk_create(
+        [record(now - timedelta(minutes=m), queue="a") for m in range(3, 40, 3)]
+        + [record(now - timedelta(minutes=m), queue="b", state="failed") for m in (5, 6)]
+    )
+    run_service(conninfo, roll_up)
+    JobRecord.objects.bulk_create([record(database_now(), queue="b")])  # the live tail
+    window = timedelta(hours=1)
+
+    series = tracking.queue_series(window, ["a", "b", "nothing-here", "a"])
+
+    assert list(series) == ["a", "b", "nothing-here"]
+    for name in ("a", "b", "nothing-here"):
+        assert series[name] == tracking.metric_series(window, queue=name)
+    assert sum(p.ended for p in series["a"].points) == 13
+    assert sum(p.failed for p in series["b"].points) == 2
+    assert sum(p.succeeded for p in series["b"].points) == 1
+    assert tracking.queue_series(window, []) == {}
+
+
 # --- job list -------------------------------------------------------------------------------
 
 

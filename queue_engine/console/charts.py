@@ -158,8 +158,7 @@ class Trend:
 def queue_trends(queues: list[str], window: timedelta = timedelta(hours=1)) -> dict[str, Trend]:
     """Per queue: what ended over the last hour, step by step, for the overview's sparklines."""
     trends = {}
-    for queue in queues:
-        series = tracking.metric_series(window, queue=queue)
+    for queue, series in tracking.queue_series(window, queues).items():
         ended = [p.ended for p in series.points]
         trends[queue] = Trend(
             sparkline_points(ended), sum(ended), sum(p.failed for p in series.points)
