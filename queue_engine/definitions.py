@@ -8,7 +8,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 if TYPE_CHECKING:
     from queue_engine.models import Job
@@ -121,10 +121,10 @@ class EnqueueOptions:
 
 
 @dataclass(frozen=True)
-class JobDefinition:
+class JobDefinition[**P = ..., R = Any]:
     """A registered job kind. Call `.enqueue(...)` to queue it, or call it directly to run it."""
 
-    func: Callable[..., Any]
+    func: Callable[P, R]
     kind: str
     queue: str
     priority: int = 0
@@ -177,10 +177,10 @@ class JobDefinition:
             ),
         )
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.func(*args, **kwargs)
 
-    def using(self, **overrides: Any) -> JobDefinition:
+    def using(self, **overrides: Any) -> JobDefinition[P, R]:
         """A copy with per-call options: queue, priority, run_at, delay, dedup_key, ..."""
         unknown = set(overrides) - {f.name for f in dataclasses.fields(EnqueueOptions)}
         if unknown:
@@ -216,14 +216,14 @@ class JobDefinition:
         kwargs: dict[str, Any] = dict(payload)
         star = next((p for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
         # With *args present, everything before it must be passed by position too.
-        by_position = {inspect.Parameter.POSITIONAL_ONLY}
-        if star is not None and kwargs.get(star.name):
-            by_position.add(inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        all_by_position = star is not None and bool(kwargs.get(star.name))
         args: list[Any] = []
         for param in params:
             if param.name not in kwargs:
                 continue
-            if param.kind in by_position:
+            if param.kind is inspect.Parameter.POSITIONAL_ONLY or (
+                all_by_position and param.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+            ):
                 args.append(kwargs.pop(param.name))
             elif param.kind is inspect.Parameter.VAR_POSITIONAL:
                 args.extend(kwargs.pop(param.name))
@@ -269,8 +269,9 @@ class JobDefinition:
         return enqueue_many(specs)
 
 
-def job(
-    func: Callable[..., Any] | None = None,
+@overload
+def job[**P, R](
+    func: Callable[P, R],
     *,
     kind: str | None = None,
     queue: str | None = None,
@@ -283,14 +284,49 @@ def job(
     labels: Iterable[str] = (),
     on_error: OnError = "retry",
     takes_context: bool | None = None,
-) -> Any:
+) -> JobDefinition[P, R]: ...
+
+
+@overload
+def job[**P, R](
+    func: None = None,
+    *,
+    kind: str | None = None,
+    queue: str | None = None,
+    priority: int = 0,
+    max_attempts: int | None = None,
+    backoff: Backoff | None = None,
+    idle_timeout: Seconds | None = None,
+    name: str | Callable[[dict[str, Any]], str] | None = None,
+    group_key: str | Callable[[dict[str, Any]], str | None] | None = None,
+    labels: Iterable[str] = (),
+    on_error: OnError = "retry",
+    takes_context: bool | None = None,
+) -> Callable[[Callable[P, R]], JobDefinition[P, R]]: ...
+
+
+def job[**P, R](
+    func: Callable[P, R] | None = None,
+    *,
+    kind: str | None = None,
+    queue: str | None = None,
+    priority: int = 0,
+    max_attempts: int | None = None,
+    backoff: Backoff | None = None,
+    idle_timeout: Seconds | None = None,
+    name: str | Callable[[dict[str, Any]], str] | None = None,
+    group_key: str | Callable[[dict[str, Any]], str | None] | None = None,
+    labels: Iterable[str] = (),
+    on_error: OnError = "retry",
+    takes_context: bool | None = None,
+) -> JobDefinition[P, R] | Callable[[Callable[P, R]], JobDefinition[P, R]]:
     """Register a function (plain or `async def`) as a job kind.
 
     The handler receives a `ctx` (JobContext) as its first argument when that
     parameter is named `ctx`, or when `takes_context=True`.
     """
 
-    def register(f: Callable[..., Any]) -> JobDefinition:
+    def register(f: Callable[P, R]) -> JobDefinition[P, R]:
         from queue_engine.conf import option
         from queue_engine.registry import registry
 

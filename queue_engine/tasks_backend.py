@@ -33,7 +33,7 @@ STATUS = {
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class QueueEngineTask(Task):
+class QueueEngineTask(Task):  # type: ignore[type-arg]  # generic only in django-stubs
     max_attempts: int | None = None
     backoff: Backoff | None = None
     idle_timeout: float | None = None
@@ -49,7 +49,7 @@ class QueueEngineTask(Task):
         dedup_key: str | None = None,
         max_attempts: int | None = None,
     ) -> QueueEngineTask:
-        task = Task.using(
+        task: Task[..., Any] = Task.using(
             self, priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
         )
         changes: dict[str, Any] = {}
@@ -94,7 +94,7 @@ class QueueEngineBackend(BaseTaskBackend):
         if "QUEUES" not in params:
             self.queues = set()
 
-    def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
+    def enqueue[**P, R](self, task: Task[P, R], args: Any, kwargs: Any) -> TaskResult[P, R]:
         from queue_engine.enqueue import EnqueueError, JobSpec, insert_row, prepare
         from queue_engine.registry import registry
 
@@ -120,7 +120,7 @@ class QueueEngineBackend(BaseTaskBackend):
         task_enqueued.send(type(self), task_result=result)
         return result
 
-    def get_result(self, result_id: str) -> TaskResult:
+    def get_result(self, result_id: str) -> TaskResult[..., Any]:
         from queue_engine.models import Job, JobRecord
         from queue_engine.registry import registry
 
@@ -141,7 +141,7 @@ class QueueEngineBackend(BaseTaskBackend):
         task = import_string(row.kind)
         return self._result(task, row)
 
-    def _result(self, task: Task, row: Any) -> TaskResult:
+    def _result[**P, R](self, task: Task[P, R], row: Any) -> TaskResult[P, R]:
         errors = [
             TaskError(
                 exception_class_path=e.get("class", "Exception"), traceback=e.get("traceback", "")
@@ -153,7 +153,7 @@ class QueueEngineBackend(BaseTaskBackend):
         if final_worker and row.state in ("succeeded", "running"):
             workers.append(final_worker)
         payload = row.payload or {}
-        result = TaskResult(
+        result: TaskResult[P, R] = TaskResult(
             task=task,
             id=str(row.id),
             status=STATUS[row.state],

@@ -394,6 +394,20 @@ class FlowRow:
     finished_at: datetime | None
     nodes: dict[str, int]  # node count by job state; states with none left out
 
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...], nodes: dict[str, int]) -> FlowRow:
+        """From a row of id, name, state, rerun_of, created_at, finished_at."""
+        id, name, state, rerun_of, created_at, finished_at = row
+        return cls(
+            id=id,
+            name=name,
+            state=state,
+            rerun_of=rerun_of,
+            created_at=created_at,
+            finished_at=finished_at,
+            nodes=nodes,
+        )
+
     @property
     def total(self) -> int:
         return sum(self.nodes.values())
@@ -442,6 +456,47 @@ class FlowNode:
     last_error: str | None
     output: Any  # the result when it takes at most 4 kB (None while live)
     output_size: int | None  # bytes the result takes (None while live)
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> FlowNode:
+        """From a row of sql_tracking.FLOW_NODES."""
+        (
+            id,
+            key,
+            kind,
+            name,
+            queue,
+            state,
+            attempt,
+            max_attempts,
+            created_at,
+            started_at,
+            finished_at,
+            progress,
+            progress_message,
+            last_error,
+            output,
+            output_size,
+        ) = row
+        return cls(
+            id=id,
+            key=key,
+            kind=kind,
+            name=name,
+            queue=queue,
+            state=state,
+            attempt=attempt,
+            max_attempts=max_attempts,
+            created_at=created_at,
+            started_at=started_at,
+            finished_at=finished_at,
+            progress=progress,
+            progress_message=progress_message,
+            last_error=last_error,
+            # Django's connection hands jsonb over as text (its JSONField decodes it).
+            output=_json_value(output),
+            output_size=output_size,
+        )
 
     @property
     def display_name(self) -> str:
@@ -494,7 +549,7 @@ def list_flows(
         more = len(rows) > limit
         rows = rows[:limit]
         counts = _flow_counts(cursor, [row[0] for row in rows])
-    flows = [FlowRow(*row, nodes=counts.get(row[0], {})) for row in rows]
+    flows = [FlowRow.from_row(row, counts.get(row[0], {})) for row in rows]
     if after is None:
         return FlowPage(
             flows,
@@ -523,15 +578,14 @@ def flow_graph(flow_id: int, *, max_nodes: int = MAX_FLOW_NODES) -> FlowGraph | 
             return None
         counts = _flow_counts(cursor, [flow_id])
         cursor.execute(q.FLOW_NODES, {"flow": flow_id, "limit": max_nodes})
-        # Django's connection hands jsonb over as text (its JSONField decodes it).
-        nodes = [FlowNode(*r[:-2], _json_value(r[-2]), r[-1]) for r in cursor.fetchall()]
+        nodes = [FlowNode.from_row(r) for r in cursor.fetchall()]
         ids = {node.id for node in nodes}
         edges: list[tuple[int, int, bool]] = []
         if nodes:
             cursor.execute(q.FLOW_EDGES, {"flow": flow_id, "upto": max(ids)})
             edges = [(p, c, d) for p, c, d in cursor.fetchall() if p in ids and c in ids]
     return FlowGraph(
-        FlowRow(*row, nodes=counts.get(flow_id, {})), _topological(nodes, edges), edges
+        FlowRow.from_row(row, counts.get(flow_id, {})), _topological(nodes, edges), edges
     )
 
 

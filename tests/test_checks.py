@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.core.management import get_commands
 from django.test import override_settings
@@ -21,14 +23,19 @@ def test_runworker_resolves_to_queue_engine() -> None:
     assert get_commands()["runworker"] == "queue_engine"
 
 
+def forget_commands() -> None:
+    # get_commands is functools.cache'd; django-stubs types it as a plain function.
+    get_commands.cache_clear()  # type: ignore[attr-defined]
+
+
 def test_channels_app_listed_first_is_reported(settings) -> None:  # type: ignore[no-untyped-def]
-    get_commands.cache_clear()
+    forget_commands()
     try:
         with override_settings(INSTALLED_APPS=["channels", *settings.INSTALLED_APPS]):
-            get_commands.cache_clear()
+            forget_commands()
             errors = checks.check_runworker_command()
     finally:
-        get_commands.cache_clear()
+        forget_commands()
 
     assert [e.id for e in errors] == ["queue_engine.E001"]
     assert "channels" in errors[0].msg
@@ -36,7 +43,7 @@ def test_channels_app_listed_first_is_reported(settings) -> None:  # type: ignor
 
 @override_settings(QUEUE_ENGINE={"MAX_PAYLOAD_BYTES": -1, "TYPO_OPTION": 1})
 def test_bad_engine_settings_are_reported() -> None:
-    ids = sorted(e.id for e in checks.check_engine_settings())
+    ids = sorted(str(e.id) for e in checks.check_engine_settings())
 
     assert ids == ["queue_engine.E003", "queue_engine.E004"]
 
@@ -50,7 +57,7 @@ def test_locked_down_queues_must_include_the_default_queue() -> None:
     ("config", "expected"),
     [({"QUEUES": []}, "queue_engine.E002"), ({"OPTIONS": {"x": 1}}, "queue_engine.W001")],
 )
-def test_inconsistent_tasks_backend_is_reported(config: dict, expected: str) -> None:
+def test_inconsistent_tasks_backend_is_reported(config: dict[str, Any], expected: str) -> None:
     tasks = {"default": {"BACKEND": "queue_engine.tasks_backend.QueueEngineBackend", **config}}
 
     with override_settings(TASKS=tasks):

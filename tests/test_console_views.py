@@ -218,6 +218,7 @@ def test_job_page_renders_in_every_state(viewer: Client, data: ConsoleData, whic
         "dead": data.dead[-1],
         "cancelled": data.cancelled,
     }[which]
+    assert job is not None
 
     response = viewer.get(f"/jobs/{job.id}/")
 
@@ -324,6 +325,7 @@ def test_operators_see_action_buttons(operator: Client, data: ConsoleData) -> No
 def test_bulk_retry_confirmation_states_the_exact_count(
     operator: Client, data: ConsoleData
 ) -> None:
+    assert data.scheduled is not None
     ids = [r.id for r in data.dead] + [data.running.id, data.scheduled.id]
 
     response = operator.post("/jobs/bulk/", {"action": "retry", "ids": ids})

@@ -73,4 +73,4 @@ def test_bad_decorator_options_are_refused() -> None:
     with pytest.raises(ValueError, match="priority"):
         job(kind="tests.bad_priority", priority=500)(lambda: None)
     with pytest.raises(ValueError, match="on_error"):
-        job(kind="tests.bad_on_error", on_error="explode")(lambda: None)  # type: ignore[arg-type]
+        job(kind="tests.bad_on_error", on_error="explode")(lambda: None)  # type: ignore[call-overload]

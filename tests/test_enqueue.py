@@ -84,7 +84,7 @@ def test_dedup_returns_the_live_job() -> None:
     second = jobs.add.using(dedup_key="sum-1").enqueue(a=5, b=5)
 
     assert second.id == first.id
-    assert second.deduplicated and not first.deduplicated
+    assert second.deduplicated and not first.deduplicated  # type: ignore[attr-defined]
     assert Job.objects.get(pk=first.id).payload == {"a": 1, "b": 1}
 
 

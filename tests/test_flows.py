@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import signal
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -39,8 +40,14 @@ def flow_state(flow_id: int, state: str, timeout: float = 30) -> FlowRow:
     )
 
 
-def records(flow_id: int) -> dict[str, JobRecord]:
+def records(flow_id: int) -> dict[str | None, JobRecord]:
     return {r.node_key: r for r in JobRecord.objects.filter(flow_id=flow_id)}
+
+
+def saw(record: JobRecord) -> Any:
+    """The parents' node keys a tests.node job saw, from its result."""
+    assert record.result is not None
+    return record.result["saw"]
 
 
 def execution_order() -> list[int]:
@@ -59,11 +66,10 @@ def test_chain_runs_in_order_and_passes_outputs(workers: Workers, executions: No
     finished = flow_state(flow_id, "succeeded")
 
     done = records(flow_id)
-    assert [done[f"step{i}"].result["saw"] for i in range(5)] == [[]] + [
-        [f"step{i}"] for i in range(4)
-    ]
+    assert [saw(done[f"step{i}"]) for i in range(5)] == [[]] + [[f"step{i}"] for i in range(4)]
     order = [done[f"step{i}"].id for i in range(5)]
     assert execution_order() == order
+    assert finished.finished_at is not None
     assert finished.finished_at >= done["step4"].finished_at
 
 
@@ -124,6 +130,7 @@ def test_dynamic_join_waits_for_a_two_level_subtree(workers: Workers) -> None:
     # coordinator + 3 spawners (their output "spawned") + 9 leaves of value 1
     assert join.result == {"parents": 13, "ones": 9}
     # The last leaf can settle in the very transaction that claims the join: same now().
+    assert join.started_at is not None
     assert join.started_at >= max(r.finished_at for k, r in records(flow_id).items() if k != "join")
 
     # A rerun clones the declared flow only: the coordinator spawns its subtree afresh.
@@ -164,7 +171,7 @@ def test_requeue_flow_reruns_only_what_failed(workers: Workers, executions: None
     runs = execution_order()
     assert runs.count(done["ok"].id) == 1
     assert runs.count(done["bad"].id) == 2
-    assert done["after"].result["saw"] == ["bad"]
+    assert saw(done["after"]) == ["bad"]
 
 
 def test_rerun_flow_clones_the_whole_flow(workers: Workers) -> None:
@@ -293,9 +300,11 @@ def test_random_dags_run_each_node_once_after_its_parents(
     done = records(flow_id)
     assert set(done) == set(graph)
     for key, parents in graph.items():
+        started_at = done[key].started_at
+        assert started_at is not None
         for parent in parents:
-            assert done[parent].finished_at <= done[key].started_at
-        assert done[key].result["saw"] == sorted(parents)
+            assert done[parent].finished_at <= started_at
+        assert saw(done[key]) == sorted(parents)
     with connection.cursor() as cursor:
         # At least once: the killed worker's jobs may have run twice, but every node
         # ran, and each succeeded exactly once (one history row per node).

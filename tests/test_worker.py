@@ -59,6 +59,7 @@ def test_async_and_sync_handlers_record_timings(workers: Workers) -> None:
     for job_id, expected in ((a.id, "hello"), (s.id, 4)):
         rec = JobRecord.objects.get(pk=job_id)
         assert (rec.state, rec.result, rec.attempt) == ("succeeded", expected, 1)
+        assert rec.started_at is not None and rec.finished_at is not None
         assert rec.created_at <= rec.started_at <= rec.finished_at
         assert rec.worker
 
@@ -103,6 +104,7 @@ def test_retry_with_delay_waits_on_the_database_clock(workers: Workers) -> None:
     rec = record(job.id)
 
     assert (rec.state, rec.result) == ("succeeded", 2)
+    assert rec.started_at is not None and rec.finished_at is not None
     assert (rec.finished_at - rec.started_at).total_seconds() < 1
     assert (rec.started_at - rec.created_at).total_seconds() >= 1.4
 
@@ -306,7 +308,7 @@ def test_killed_worker_jobs_come_back_after_the_lease(workers: Workers, side_tab
 def test_poison_job_that_kills_its_worker_is_dead_lettered(workers: Workers) -> None:
     QueueConfig.objects.update_or_create(name="poison", defaults={"lock_duration": 1})
     job = jobs.poison.enqueue()
-    env = {}
+    env: dict[str, str] = {}
     restarted = 0
     workers.start("--queues", "poison")
     deadline = time.monotonic() + 40

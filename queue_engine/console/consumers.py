@@ -233,6 +233,7 @@ class FlowConsumer(LiveConsumer):
         return [EVERYONE, flow_group(self.flow_id)]
 
     def render(self, dirty: set[str]) -> str:
+        html: str
         try:
             context = flow_context(self.flow_id)
         except Http404:

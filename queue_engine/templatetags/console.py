@@ -148,8 +148,15 @@ def log_line(line: JobLog) -> SafeString:
     )
 
 
-NODE_STATE_ORDER = ("succeeded", "running", "available", "scheduled", "blocked", "failed")
-NODE_STATE_ORDER += ("cancelled",)
+NODE_STATE_ORDER = (
+    "succeeded",
+    "running",
+    "available",
+    "scheduled",
+    "blocked",
+    "failed",
+    "cancelled",
+)
 
 
 @register.filter

@@ -63,6 +63,18 @@ class Execution:
         "touched_at",
         "worker",
     )
+    # The claimed row's columns, unpacked in __init__.
+    job_id: int
+    kind: str
+    queue: str
+    payload: Any
+    attempt: int
+    max_attempts: int
+    backoff: str | None  # JSON text
+    flow_id: int | None
+    node_key: str | None
+    meta: str | None  # JSON text
+    outputs: str | None  # JSON text
 
     def __init__(self, worker: Worker, row: tuple[Any, ...], token: int) -> None:
         # backoff and meta arrive as JSON text, parsed only when needed.
@@ -207,7 +219,7 @@ class Execution:
         from django.tasks.base import TaskContext, TaskResult, TaskResultStatus
         from django.utils.module_loading import import_string
 
-        result = TaskResult(
+        result: TaskResult[..., Any] = TaskResult(
             task=import_string(self.kind),
             id=str(self.job_id),
             status=TaskResultStatus.RUNNING,

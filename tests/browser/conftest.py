@@ -133,7 +133,7 @@ def new_page(chromium: Any, server: Server) -> Iterator[Callable[..., Any]]:
     """A page in a fresh browser context (its own cookies), logged in with the given role."""
     from django.contrib.auth.models import Group, User
 
-    contexts = []
+    contexts: list[Any] = []
 
     def make(role: str = "operator", **options: Any) -> Any:
         username = f"{role}-{len(contexts)}"
