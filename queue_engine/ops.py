@@ -108,6 +108,20 @@ def _refresh_flows_of(cursor: Any, job_ids: list[int]) -> None:
     flows = [r[0] for r in cursor.fetchall()]
     if flows:
         cursor.execute(sql_flows.REFRESH_FLOWS, [flows])
+        refresh_after_commit(flows)
+
+
+def refresh_after_commit(flow_ids: list[int]) -> None:
+    """Refresh these flows' states again once the caller's transaction commits: inside
+    it, a worker settling another node of the flow at the same moment is still unseen
+    (see the worker's settle)."""
+    from queue_engine import sql_flows
+
+    def refresh() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(sql_flows.REFRESH_FLOWS, [sorted(set(flow_ids))])
+
+    transaction.on_commit(refresh)
 
 
 def retry_job(job_id: int, *, actor: Any = None) -> str:

@@ -11,13 +11,14 @@ from queue_engine import sql_flows
 from queue_engine.enqueue import JobSpec
 from queue_engine.flows import Flow as FlowBuilder
 from queue_engine.models import Flow, Job
-from queue_engine.ops import OpsError, audit, cancel_jobs, notify_changes
+from queue_engine.ops import OpsError, audit, cancel_jobs, notify_changes, refresh_after_commit
 
 
 def refresh_flows(flow_ids: list[int]) -> None:
     if flow_ids:
         with connection.cursor() as cursor:
             cursor.execute(sql_flows.REFRESH_FLOWS, [sorted(set(flow_ids))])
+        refresh_after_commit(flow_ids)
 
 
 def cancel_flow(flow_id: int, *, actor: Any = None) -> int:

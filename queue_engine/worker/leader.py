@@ -95,6 +95,7 @@ class Leader:
                 return total
 
     async def _rescue(self, conn: psycopg.AsyncConnection) -> None:
+        flows: list[int] = []
         async with conn.transaction():
             cur = await conn.execute(
                 sql.RESCUE_EXPIRED,
@@ -113,6 +114,8 @@ class Leader:
                 flows = [row[0] for row in await cur.fetchall()]
                 if flows:
                     await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
+        if flows:  # again after the commit: see the worker's settle
+            await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
         for what, job_id, _ in rows:
             log.warning(
                 "job %s: lease expired; %s",

@@ -264,6 +264,7 @@ class Worker:
         }
 
         tries = 0
+        flows = batch.flows
 
         async def action(conn: psycopg.AsyncConnection) -> list[tuple[Any, ...]]:
             nonlocal tries
@@ -274,12 +275,19 @@ class Worker:
                 recovered = await cur.fetchall()
                 if recovered:
                     return recovered
-            async with conn.pipeline(), conn.transaction():
-                await batch.execute(conn)
-                claim_cursor = conn.cursor()
-                if want:
-                    await conn.execute(sql.LOCK_CAPPED_QUEUES, claim)
-                    await claim_cursor.execute(sql.CLAIM, claim)
+            async with conn.pipeline():
+                async with conn.transaction():
+                    await batch.execute(conn)
+                    claim_cursor = conn.cursor()
+                    if want:
+                        await conn.execute(sql.LOCK_CAPPED_QUEUES, claim)
+                        await claim_cursor.execute(sql.CLAIM, claim)
+                if flows:
+                    # Again after the commit, with a fresh snapshot: two workers settling
+                    # the last nodes of a flow at once each see the other's node still
+                    # live inside their transactions, and neither would end the flow.
+                    # The refresh that starts last sees both commits.
+                    await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
             return await claim_cursor.fetchall() if want else []
 
         try:
@@ -485,6 +493,17 @@ class SettleBatch:
     progress: dict[int, tuple[int, float, str]] = field(default_factory=dict)
     cursors: list[tuple[str, int, psycopg.AsyncCursor[Any]]] = field(default_factory=list)
 
+    @property
+    def flows(self) -> list[int]:
+        """The flows whose state these outcomes may change."""
+        return sorted(
+            {
+                o.execution.flow_id
+                for o in self.succeeded + self.failed
+                if o.execution.flow_id is not None
+            }
+        )
+
     @classmethod
     def of(cls, outcomes: list[Outcome]) -> SettleBatch:
         batch = cls()
@@ -594,15 +613,8 @@ class SettleBatch:
             cursor = conn.cursor()
             self.cursors.append((name, len(items), cursor))
             await cursor.execute(statement, params)
-        flows = sorted(
-            {
-                o.execution.flow_id
-                for o in self.succeeded + self.failed
-                if o.execution.flow_id is not None
-            }
-        )
-        if flows:
-            await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
+        if self.flows:
+            await conn.execute(sql_flows.REFRESH_FLOWS, [self.flows])
         wake = sorted(
             {o.execution.queue for o in self.retry + self.snoozed + self.released if o.delay <= 0}
         )
