@@ -64,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "queue_engine.console.middleware.ConsoleStatementTimeout",
 ]
 
 ROOT_URLCONF = "jobsite.urls"

@@ -699,3 +699,47 @@ def test_a_worker_runs_the_bulk_job(operator: Client, workers, monkeypatch) -> N
     assert set(JobRecord.objects.filter(pk__in=waiting).values_list("state", flat=True)) == {
         "cancelled"
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_page_past_the_statement_timeout_asks_to_narrow_it(
+    viewer: Client, settings, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    from django.db import connection
+
+    from queue_engine.console import queries
+
+    def slow_workers():  # type: ignore[no-untyped-def]
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_sleep(2)")
+        return []
+
+    settings.QUEUE_ENGINE = {**settings.QUEUE_ENGINE, "CONSOLE_STATEMENT_TIMEOUT": 0.2}
+    monkeypatch.setattr(queries, "workers", slow_workers)
+
+    response = viewer.get("/workers/")
+
+    assert response.status_code == 503
+    assert "This page took too long" in text_of(response)
+    assert "Narrow what you asked for" in text_of(response)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == "0", "the connection gets its default back"
+
+
+def test_console_pages_run_under_the_statement_timeout(viewer: Client, db: None) -> None:
+    from django.db import connection
+
+    seen = []
+
+    def record(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        if "queue_engine_workerprocess" in sql:  # the page's own queries
+            with connection.cursor() as cursor:
+                cursor.execute("SHOW statement_timeout")
+                seen.append(cursor.fetchone()[0])
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        viewer.get("/workers/")
+
+    assert seen and set(seen) == {"3s"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -11,20 +10,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from queue_engine import ops
+from queue_engine import ops, ops_queues
 from queue_engine.console import charts, queries
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.queue_form import config_rows
 from queue_engine.models import GroupLimit, QueueConfig
-
-
-def queue_action(name: str) -> Callable[..., Any] | None:
-    """pause_queue / resume_queue from `ops_queues`, where the queue-control work lives."""
-    try:
-        module = importlib.import_module("queue_engine.ops_queues")
-    except ImportError:
-        return None
-    return getattr(module, name, None)
 
 
 def queue_context(name: str) -> dict[str, Any]:
@@ -58,7 +48,6 @@ def queue(request: HttpRequest, name: str) -> HttpResponse:
             "latency_chart": latency_chart,
             "group_limits": GroupLimit.objects.filter(queue=name).order_by("group_key"),
             "recent": recent.jobs,
-            "can_pause": queue_action("pause_queue") is not None,
             "rows": config_rows(name, context["config"]),
         },
     )
@@ -92,20 +81,18 @@ def redrive(request: HttpRequest, name: str) -> HttpResponse:
 
 @operator_required
 def pause(request: HttpRequest, name: str) -> HttpResponse:
-    return _toggle(request, name, "pause_queue", "paused: workers take no new jobs from it")
+    return _toggle(
+        request, name, ops_queues.pause_queue, "paused: workers take no new jobs from it"
+    )
 
 
 @operator_required
 def resume(request: HttpRequest, name: str) -> HttpResponse:
-    return _toggle(request, name, "resume_queue", "resumed")
+    return _toggle(request, name, ops_queues.resume_queue, "resumed")
 
 
-def _toggle(request: HttpRequest, name: str, function: str, done: str) -> HttpResponse:
+def _toggle(request: HttpRequest, name: str, action: Callable[..., Any], done: str) -> HttpResponse:
     back = reverse("console:queue", args=[name])
-    action = queue_action(function)
-    if action is None:
-        messages.error(request, "Pausing queues is not available in this version.")
-        return redirect(back)
     try:
         action(name, actor=request.user)
     except ops.OpsError as exc:
