@@ -146,6 +146,26 @@ def test_jobs_list_filters_by_payload_containment(viewer: Client, data: ConsoleD
     assert ids == {data.succeeded[1].id}
 
 
+def test_jobs_list_filters_by_meta_containment(viewer: Client, data: ConsoleData) -> None:
+    Job.objects.filter(pk=data.available[0].id).update(meta={"tenant": "acme", "tier": 1})
+    Job.objects.filter(pk=data.available[1].id).update(meta={"tenant": "globex"})
+
+    page = text_of(viewer.get('/jobs/?meta={"tenant": "acme"}'))
+    bad = text_of(viewer.get("/jobs/?meta=[1"))
+
+    ids = {int(i) for i in re.findall(r'href="/jobs/(\d+)/">#', page)}
+    assert ids == {data.available[0].id}
+    assert "The meta filter must be a JSON object" in bad
+
+
+def test_all_that_match_honours_the_meta_filter(operator: Client, data: ConsoleData) -> None:
+    Job.objects.filter(pk__in=[j.id for j in data.available[:2]]).update(meta={"tenant": "acme"})
+
+    page = text_of(operator.post("/jobs/bulk/", matching_form("cancel", meta='{"tenant": "acme"}')))
+
+    assert "Cancel 2 jobs?" in page
+
+
 def test_a_payload_filter_that_is_not_json_says_so(viewer: Client, data: ConsoleData) -> None:
     page = text_of(viewer.get("/jobs/?payload=nope"))
 

@@ -24,7 +24,7 @@ from queue_engine.models import Job, JobRecord
 
 BATCH = 1000
 SYNC_LIMIT = 1000
-FILTER_FIELDS = ("queue", "state", "kind", "q", "payload", "since")
+FILTER_FIELDS = ("queue", "state", "kind", "q", "payload", "meta", "since")
 
 
 @dataclass
@@ -58,6 +58,7 @@ def filter_params(filters: queries.JobFilters) -> dict[str, str]:
         "kind": filters.kind,
         "q": filters.q,
         "payload": filters.payload,
+        "meta": filters.meta,
         "since": since.isoformat() if since else "",
     }
 
@@ -74,10 +75,11 @@ def _matching(
         qs = qs.filter(kind=params["kind"])
     if params.get("q"):
         qs = qs.filter(name__icontains=params["q"])
-    if params.get("payload"):
-        payload = queries.parse_payload_filter(params["payload"])
-        if payload is not None:
-            qs = qs.filter(payload__contains=payload)
+    for field_name in ("payload", "meta"):
+        if params.get(field_name):
+            value = queries.parse_payload_filter(params[field_name])
+            if value is not None:
+                qs = qs.filter(**{f"{field_name}__contains": value})
     since = parse_datetime(params["since"]) if params.get("since") else None
     if since is not None:
         qs = qs.filter(**{"finished_at__gte" if model is JobRecord else "created_at__gte": since})

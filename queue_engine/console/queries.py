@@ -276,6 +276,7 @@ class JobFilters:
     q: str = ""
     range: str = ""
     payload: str = ""
+    meta: str = ""
     errors: list[str] = field(default_factory=list)
 
     @classmethod
@@ -289,11 +290,20 @@ class JobFilters:
             q=params.get("q", "").strip(),
             range=span if span in RANGES else "",
             payload=params.get("payload", "").strip(),
+            meta=params.get("meta", "").strip(),
         )
 
     @property
     def active(self) -> bool:
-        return bool(self.queue or self.state or self.kind or self.q or self.range or self.payload)
+        return bool(
+            self.queue
+            or self.state
+            or self.kind
+            or self.q
+            or self.range
+            or self.payload
+            or self.meta
+        )
 
     @property
     def job_id(self) -> int | None:
@@ -311,6 +321,11 @@ class JobFilters:
                 'The payload filter must be a JSON object, like {"to": '
                 '"a@example.com"}; it was left out.'
             )
+        meta = parse_payload_filter(self.meta) if self.meta else None
+        if self.meta and meta is None:
+            self.errors.append(
+                'The meta filter must be a JSON object, like {"tenant": "acme"}; it was left out.'
+            )
         return tracking.JobFilter(
             queue=self.queue or None,
             state=self.state or None,  # type: ignore[arg-type]
@@ -318,6 +333,7 @@ class JobFilters:
             text=self.q or None,
             since=self.since(),
             payload=payload,
+            meta=meta,
         )
 
 

@@ -127,6 +127,7 @@ def describe(params: dict[str, str]) -> list[tuple[str, str]]:
         "kind": "kind",
         "q": "name contains",
         "payload": "payload contains",
+        "meta": "meta contains",
         "since": "since",
     }
     return [(labels[k], v) for k, v in params.items() if v]
