@@ -399,6 +399,7 @@ UNREGISTER_WORKER = "DELETE FROM queue_engine_workerprocess WHERE id = %s"
 # --- leader services ------------------------------------------------------------
 
 # Scheduled jobs whose time has come become available (at most one poll late).
+# One statement (one round trip, atomic on its own): promote and wake each queue once.
 PROMOTE_SCHEDULED = """
 WITH due AS (
     SELECT id FROM queue_engine_job
@@ -406,10 +407,14 @@ WITH due AS (
      ORDER BY run_at
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED
+), promoted AS (
+    UPDATE queue_engine_job j SET state = 'available'
+      FROM due WHERE j.id = due.id
+    RETURNING j.queue
+), woken AS (
+    SELECT pg_notify('qe_wake', queue) FROM (SELECT DISTINCT queue FROM promoted) q
 )
-UPDATE queue_engine_job j SET state = 'available'
-  FROM due WHERE j.id = due.id
-RETURNING j.queue
+SELECT p.queue FROM promoted p LEFT JOIN (SELECT count(*) FROM woken) w ON true
 """
 
 # Expired leases: back to available with the lost attempt recorded, unless the

@@ -17,6 +17,11 @@ LOCK_SCHEDULE_NAME = (
 
 # Enabled schedules whose next fire time has come, locked: a second firer (a
 # leader that does not know yet it was replaced) skips them instead of firing twice.
+# A cheap probe, outside any transaction: is any schedule due at all?
+ANY_DUE_SCHEDULE = """
+SELECT EXISTS (SELECT 1 FROM queue_engine_schedule WHERE enabled AND next_fire_at <= now())
+"""
+
 SELECT_DUE_SCHEDULES = """
 SELECT id, name, kind, payload, queue, priority, every, cron, timezone, missed_fire_policy,
        next_fire_at, now()

@@ -58,6 +58,9 @@ class Worker:
         self.progress: dict[int, tuple[int, float, str]] = {}
         self.progress_flushing: dict[int, tuple[int, float, str]] = {}  # being written now
         self.wakeup = asyncio.Event()
+        # Set while jobs run: the log flusher and the idle watchdog sleep on it when the
+        # worker is idle, so an idle worker wakes a few times a second, not 24.
+        self.busy = asyncio.Event()
         self.maybe_more = True
         self.stopping = False
         self.finished = False
@@ -187,7 +190,9 @@ class Worker:
                         return
                     self.maybe_more = True
                     continue
-                await self._wait(self.deadline)
+                # One lane polls; the others wake on a hint, a finished job, or rarely.
+                poll = self.options.poll_interval * (1 if conn is self.claimer else 5)
+                await self._wait(self.deadline, poll)
                 continue
             outcomes, self.outcomes = self.outcomes, []
             self.reserved += want
@@ -212,8 +217,8 @@ class Worker:
         self.finished = True
         self.wakeup.set()
 
-    async def _wait(self, deadline: float | None) -> None:
-        timeout = self.options.poll_interval
+    async def _wait(self, deadline: float | None, poll: float) -> None:
+        timeout = poll
         if deadline is not None:
             timeout = max(0.0, min(timeout, deadline - time.monotonic()))
         try:
@@ -226,6 +231,7 @@ class Worker:
         execution = Execution(self, row, token)
         self.min_lock = min(self.min_lock, float(row[-1]))
         self.inflight[execution.job_id] = execution
+        self.busy.set()
         self.claimed_total += 1
         execution.task = asyncio.create_task(self._execute(execution))
 
@@ -365,7 +371,11 @@ class Worker:
         last = 0.0
         while True:
             interval = max(0.2, min(5.0, self.min_lock / 3))
-            await asyncio.sleep(min(interval, 0.5))
+            if self.inflight or self.busy.is_set():
+                await asyncio.sleep(min(interval, 0.5))  # a new claim may shorten the interval
+            else:  # idle: the next beat, unless a job starts first
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.busy.wait(), timeout=interval)
             if time.monotonic() - last < interval:
                 continue
             last = time.monotonic()
@@ -405,8 +415,15 @@ class Worker:
                 )
                 execution.cancel("lease lost")
 
+    async def _idle(self) -> None:
+        """Return at once while jobs run or output waits; else when a job starts."""
+        if not self.inflight and not self.logs and not self.progress:
+            self.busy.clear()
+            await self.busy.wait()
+
     async def _flush_loop(self) -> None:
         while True:
+            await self._idle()
             await asyncio.sleep(0.05)
             if self.logs or self.progress:
                 # Shielded: a stop mid-flush must not drop the lines already taken.
@@ -465,6 +482,7 @@ class Worker:
 
     async def _watchdog_loop(self) -> None:
         while True:
+            await self._idle()
             await asyncio.sleep(0.25)
             now = time.monotonic()
             for execution in list(self.inflight.values()):

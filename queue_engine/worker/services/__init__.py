@@ -22,7 +22,7 @@ from queue_engine.worker.services.scheduler import fire_due_schedules
 
 log = logging.getLogger("queue_engine.worker")
 
-SCHEDULE_INTERVAL = 0.0  # every leader tick (a quarter of a second)
+SCHEDULE_INTERVAL = 0.0  # every leader tick (half a second)
 ROLLUP_INTERVAL = 10.0
 RETENTION_INTERVAL = 60.0
 

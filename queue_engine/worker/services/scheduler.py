@@ -86,6 +86,10 @@ class DueRow:
 
 async def fire_due_schedules(conn: psycopg.AsyncConnection, *, limit: int = BATCH) -> Fired:
     enqueued = skipped = 0
+    # Every leader tick asks; most ticks nothing is due: one round trip, no transaction.
+    probe = await (await conn.execute(q.ANY_DUE_SCHEDULE)).fetchone()
+    if not (probe and probe[0]):
+        return Fired(0, 0, more=False)
     async with conn.transaction():
         cur = await conn.execute(q.SELECT_DUE_SCHEDULES, {"limit": limit})
         rows = [DueRow.of(row) for row in await cur.fetchall()]
