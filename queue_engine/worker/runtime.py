@@ -27,6 +27,10 @@ from queue_engine.worker.store import Connection
 log = logging.getLogger("queue_engine.worker")
 
 MAX_EVENT_IDS = 200
+# While a lane's claims come back small (the worker keeps up; latency is what counts)
+# it uses the claim's generic plan: planning each call costs more than the claim
+# itself. Under a backlog (big batches) it plans each claim for its parameters.
+GENERIC_PLAN_UP_TO = 16
 LANES = 2  # ids per console hint; NOTIFY payloads stay far below 8000 bytes
 
 
@@ -202,6 +206,7 @@ class Worker:
                 self.reserved -= want
             if want:
                 self.maybe_more = len(rows) >= want
+                conn.last_claimed = len(rows)
             if any(
                 o.execution.flow_id is not None
                 or (o.kind in ("retry", "snoozed", "released") and o.delay <= 0)
@@ -286,6 +291,8 @@ class Worker:
                     await batch.execute(conn)
                     claim_cursor = conn.cursor()
                     if want:
+                        if lane.last_claimed <= GENERIC_PLAN_UP_TO:
+                            await conn.execute(sql.GENERIC_PLANS)
                         await conn.execute(sql.LOCK_CAPPED_QUEUES, claim)
                         await claim_cursor.execute(sql.CLAIM, claim)
                 if flows:

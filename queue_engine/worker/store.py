@@ -26,6 +26,7 @@ class Connection:
         self.purpose = purpose
         self.conn: psycopg.AsyncConnection | None = None
         self.pid: int | None = None
+        self.last_claimed = 0  # rows the last claim on this connection returned
         # One caller at a time: coroutines that share this connection (heartbeat, log
         # flush, burst promotion; a lane and a shutdown release) must not interleave
         # their transaction blocks (psycopg raises OutOfOrderTransactionNesting), nor
