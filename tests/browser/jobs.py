@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from queue_engine import job
+from queue_engine import Fatal, job
 
 
 @job(kind="browser.log_on_signal", queue="browser")
@@ -30,3 +30,11 @@ def gate(ctx: Any, go: str) -> dict[str, str]:
     while not Path(go).exists() and time.monotonic() < deadline:
         ctx.sleep(0.02)
     return {"gate": "open"}
+
+
+@job(kind="browser.fails_until", queue="flows")
+def fails_until(ctx: Any, marker: str) -> int:
+    """Dead at once (Fatal) until the file `marker` exists, then returns 1."""
+    if not Path(marker).exists():
+        raise Fatal("the card was declined (create the marker file to fix it)")
+    return 1

@@ -301,3 +301,33 @@ def test_editing_a_queue_with_the_keyboard(new_page: Any, server: Server, scheme
     assert GroupLimit.objects.get().group_key == "<b>acme</b>/eu"
     assert page.locator("dt.mono", has_text="<b>acme</b>/eu").count() == 1
     assert not page.errors
+
+
+def test_requeue_a_failed_flow_from_its_page(
+    new_page: Any, server: Server, workers: Workers, tmp_path: Path
+) -> None:
+    from queue_engine.flows import Flow
+    from tests import jobs
+
+    fixed = tmp_path / "fixed"
+    flow = Flow("invoices")
+    flow.add("collect", jobs.number, value=2)
+    flow.add("charge", browser_jobs.fails_until, marker=str(fixed), depends_on=["collect"])
+    flow.add("email", jobs.sum_outputs, depends_on=["collect", "charge"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows", env={"JOBSITE_JOB_MODULES": JOB_MODULES})
+    page = new_page("operator")
+    page.goto(f"{server.url}/flows/{flow_id}/")
+    page.wait_for_selector("#flow-state-badge.s-failed", timeout=15000)
+    dead = page.locator("#flow-graph svg a.node.s-failed").count()
+
+    fixed.touch()  # the operator fixed what made it fail
+    page.click("button[value=requeue]")
+    confirmation = page.inner_text("main")
+    page.click("button[type=submit]:has-text('Requeue flow')")
+    page.wait_for_selector("#flow-state-badge.s-succeeded", timeout=20000)
+
+    assert dead == 1
+    assert "1 dead or cancelled node run again" in confirmation
+    assert JobRecord.objects.get(flow_id=flow_id, node_key="email").result == 3
+    assert not page.errors
