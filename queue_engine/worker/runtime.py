@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -518,9 +519,9 @@ class SettleBatch:
     progress: dict[int, tuple[int, float, str]] = field(default_factory=dict)
     cursors: list[tuple[str, int, psycopg.AsyncCursor[Any]]] = field(default_factory=list)
 
-    @property
+    @functools.cached_property
     def flows(self) -> list[int]:
-        """The flows whose state these outcomes may change."""
+        """The flows whose state these outcomes may change (asked twice per settle)."""
         return sorted(
             {
                 o.execution.flow_id
