@@ -103,6 +103,10 @@ def test_overview_shows_queues_depths_workers_and_failures(
     assert "CardDeclined" in page
     # the three "card for order N was declined" failures are one group
     assert re.search(r"CardDeclined.*?count-cell\">3<", page, re.S)
+    # billing's jobs died in the last hour: its sparkline has a failure line
+    billing = page[page.index('href="/queues/billing/"') :]
+    billing = billing[: billing.index("</tr>")]
+    assert '<polyline class="failed" points="' in billing
 
 
 def test_paused_queues_say_so(viewer: Client, data: ConsoleData) -> None:

@@ -136,11 +136,13 @@ def queue_charts(queue: str, window: str) -> tuple[Chart, Chart]:
     return throughput(series), latency(series)
 
 
-def sparkline_points(values: list[int], width: float = 120, height: float = 24) -> str:
-    """An SVG polyline's points for a small trend line."""
+def sparkline_points(
+    values: list[int], width: float = 120, height: float = 24, top: int | None = None
+) -> str:
+    """An SVG polyline's points for a small trend line (scaled to `top`, else its max)."""
     if not values:
         return ""
-    top = max(values) or 1
+    top = top or max(values) or 1
     step = width / max(len(values) - 1, 1)
     return " ".join(
         f"{round(i * step, 1)},{round(height - v / top * (height - 2) - 1, 1)}"
@@ -150,9 +152,10 @@ def sparkline_points(values: list[int], width: float = 120, height: float = 24) 
 
 @dataclass
 class Trend:
-    points: str
+    points: str  # jobs ended per step
     ended: int
     failed: int
+    failed_points: str = ""  # dead jobs per step, on the same scale; "" when none died
 
 
 def queue_trends(queues: list[str], window: timedelta = timedelta(hours=1)) -> dict[str, Trend]:
@@ -160,7 +163,11 @@ def queue_trends(queues: list[str], window: timedelta = timedelta(hours=1)) -> d
     trends = {}
     for queue, series in tracking.queue_series(window, queues).items():
         ended = [p.ended for p in series.points]
+        failed = [p.failed for p in series.points]
         trends[queue] = Trend(
-            sparkline_points(ended), sum(ended), sum(p.failed for p in series.points)
+            sparkline_points(ended),
+            sum(ended),
+            sum(failed),
+            sparkline_points(failed, top=max(ended, default=0)) if any(failed) else "",
         )
     return trends
