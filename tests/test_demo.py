@@ -118,7 +118,13 @@ def test_load_demo_twice_then_a_worker_fills_every_page(workers: Workers) -> Non
         kind="demo.send_email", payload__subject__startswith="News"
     )
     assert newsletter_emails.count() >= 5
-    assert JobRecord.objects.filter(kind="demo.charge_card", dedup_key=None).count() >= 3
+    # The checkout's charges: some end at once, some are still waiting out a retry's back-off
+    # (1 in 10 order numbers fails once, 1 in 10 for good), so count live and finished rows.
+    charges = (
+        Job.objects.filter(kind="demo.charge_card", dedup_key=None).count()
+        + JobRecord.objects.filter(kind="demo.charge_card", dedup_key=None).count()
+    )
+    assert charges >= 3
 
 
 def run_now_fire_time(run_now: dict[str, int]) -> str:
