@@ -257,16 +257,17 @@ class JobDefinition[**P = ..., R = Any]:
 
     def enqueue_many(self, calls: Iterable[Mapping[str, Any] | tuple[Any, ...]]) -> list[int]:
         """Enqueue one job per item (a dict of keyword arguments, or a tuple of positional ones)."""
-        from queue_engine.enqueue import enqueue_many, spec_for
+        from queue_engine.enqueue import enqueue_calls
 
-        specs = []
-        for call in calls:
-            if isinstance(call, Mapping):
-                payload = self.payload_for((), dict(call))
-            else:
-                payload = self.payload_for(tuple(call), {})
-            specs.append(spec_for(self, payload))
-        return enqueue_many(specs)
+        return enqueue_calls(
+            self,
+            [
+                self.payload_for((), call if type(call) is dict else dict(call))
+                if isinstance(call, Mapping)
+                else self.payload_for(tuple(call), {})
+                for call in calls
+            ],
+        )
 
 
 @overload

@@ -8,6 +8,7 @@ Validation happens before the first write, so bad input writes nothing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -62,7 +63,7 @@ class JobSpec:
     backoff: Backoff | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Row:
     """A validated job, ready to insert."""
 
@@ -81,6 +82,7 @@ class Row:
     delay: float
     payload_value: Mapping[str, Any]
     meta_value: Mapping[str, Any]
+    decided: KindOptions
 
     def params(self) -> dict[str, Any]:
         return {
@@ -98,6 +100,23 @@ class Row:
             "run_at": self.run_at,
             "delay": self.delay,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class KindOptions:
+    """What a job's kind and per-call options decide, whatever its payload.
+
+    `enqueue_many` checks each distinct set once (see `prepare`'s `seen`), not once a job.
+    """
+
+    definition: JobDefinition | None
+    queue: str
+    priority: int
+    max_attempts: int
+    labels: list[str]
+    backoff: str | None
+    run_at: datetime | None
+    delay: float
 
 
 def spec_for(definition: JobDefinition, payload: Mapping[str, Any]) -> JobSpec:
@@ -118,11 +137,102 @@ def spec_for(definition: JobDefinition, payload: Mapping[str, Any]) -> JobSpec:
     )
 
 
+type SeenOptions = dict[tuple[Any, ...], KindOptions]
+
+
 def prepare(
-    spec: JobSpec, definition: JobDefinition | None = None, options: dict[str, Any] | None = None
+    spec: JobSpec,
+    definition: JobDefinition | None = None,
+    options: dict[str, Any] | None = None,
+    *,
+    seen: SeenOptions | None = None,
 ) -> Row:
-    """Validate a spec against its kind's definition and the engine's options."""
+    """Validate a spec against its kind's definition and the engine's options.
+
+    `seen` caches the payload-independent checks across the specs of one call.
+    """
     opts = options if options is not None else snapshot()
+    kind = spec.kind
+    if seen is None:
+        decided = kind_options(spec, definition, opts)
+    else:
+        labels = spec.labels
+        key = (
+            kind,
+            spec.queue,
+            spec.priority,
+            spec.max_attempts,
+            labels if labels is None or type(labels) is tuple else tuple(labels),
+            spec.backoff,
+            spec.run_at,
+            spec.delay,
+        )
+        found = seen.get(key)
+        if found is None:
+            found = seen[key] = kind_options(spec, definition, opts)
+        decided = found
+    payload = spec.payload
+    if not isinstance(payload, Mapping):
+        raise InvalidPayloadError(
+            f"{kind}: the payload must be a dict of named arguments, "
+            f"not a {type(payload).__name__}."
+        )
+    return build_row(
+        decided, kind, dict(payload), spec.dedup_key, spec.name, spec.group_key, spec.meta, opts
+    )
+
+
+def build_row(
+    decided: KindOptions,
+    kind: str,
+    payload: dict[str, Any],
+    dedup_key: str | None,
+    name: str | None,
+    group_key: str | None,
+    meta: Mapping[str, Any] | None,
+    opts: dict[str, Any],
+) -> Row:
+    """The payload-dependent half of `prepare`: `payload` must be the caller's own copy."""
+    definition = decided.definition
+    try:
+        payload_text = dump_json(
+            payload, what=f"{kind}: the payload", max_bytes=opts["MAX_PAYLOAD_BYTES"]
+        )
+        meta = dict(meta) if meta else {}
+        meta_text = dump_json(meta, what=f"{kind}: meta") if meta else "{}"
+    except PayloadError as exc:
+        raise InvalidPayloadError(str(exc)) from None
+    if name is None:
+        name = definition.display_name_for(payload) if definition else ""
+    if group_key is None and definition is not None:
+        group_key = definition.group_key_for(payload)
+    for text, what in ((dedup_key, "dedup_key"), (group_key, "group_key")):
+        if text is not None and (type(text) is not str or not 0 < len(text) <= 255):
+            raise EnqueueError(f"{kind}: {what} must be a string of 1 to 255 characters.")
+    return Row(
+        decided.queue,
+        kind,
+        name if type(name) is str and len(name) <= 255 else str(name)[:255],
+        decided.priority,
+        payload_text,
+        decided.max_attempts,
+        decided.backoff,
+        dedup_key,
+        group_key,
+        decided.labels,
+        meta_text,
+        decided.run_at,
+        decided.delay,
+        payload,
+        meta,
+        decided,
+    )
+
+
+def kind_options(
+    spec: JobSpec, definition: JobDefinition | None, opts: dict[str, Any]
+) -> KindOptions:
+    """Check what the kind and the options decide (everything but the payload)."""
     kind = spec.kind
     if definition is None:
         definition = registry.get(kind)
@@ -134,21 +244,6 @@ def prepare(
             "or set QUEUE_ENGINE['ALLOW_UNKNOWN_KINDS'] = True to enqueue kinds another "
             "process runs."
         )
-    if not isinstance(spec.payload, Mapping):
-        raise InvalidPayloadError(
-            f"{kind}: the payload must be a dict of named arguments, "
-            f"not a {type(spec.payload).__name__}."
-        )
-    payload = dict(spec.payload)
-    try:
-        payload_text = dump_json(
-            payload, what=f"{kind}: the payload", max_bytes=opts["MAX_PAYLOAD_BYTES"]
-        )
-        meta = dict(spec.meta or {})
-        meta_text = dump_json(meta, what=f"{kind}: meta") if meta else "{}"
-    except PayloadError as exc:
-        raise InvalidPayloadError(str(exc)) from None
-
     queue = spec.queue or (definition.queue if definition else opts["DEFAULT_QUEUE"])
     check_queue(kind, queue, opts)
     priority = (
@@ -174,39 +269,19 @@ def prepare(
     delay = to_seconds(spec.delay) or 0.0
     if delay < 0:
         raise EnqueueError(f"{kind}: delay must not be negative, not {delay}.")
-    name = (
-        spec.name
-        if spec.name is not None
-        else (definition.display_name_for(payload) if definition else "")
-    )
-    group_key = (
-        spec.group_key
-        if spec.group_key is not None
-        else (definition.group_key_for(payload) if definition else None)
-    )
     labels = list(
         spec.labels if spec.labels is not None else (definition.labels if definition else ())
     )
-    for text, what in ((spec.dedup_key, "dedup_key"), (group_key, "group_key")):
-        if text is not None and (not isinstance(text, str) or not 0 < len(text) <= 255):
-            raise EnqueueError(f"{kind}: {what} must be a string of 1 to 255 characters.")
     backoff = spec.backoff.to_json() if spec.backoff else None
-    return Row(
+    return KindOptions(
+        definition=definition,
         queue=queue,
-        kind=kind,
-        name=str(name)[:255],
         priority=priority,
-        payload=payload_text,
         max_attempts=max_attempts,
-        backoff=dump_json(backoff, what="backoff") if backoff else None,
-        dedup_key=spec.dedup_key,
-        group_key=group_key,
         labels=labels,
-        meta=meta_text,
+        backoff=dump_json(backoff, what="backoff") if backoff else None,
         run_at=spec.run_at,
         delay=delay,
-        payload_value=payload,
-        meta_value=meta,
     )
 
 
@@ -313,18 +388,37 @@ def enqueue_many(specs: Iterable[JobSpec]) -> list[int]:
     in the same call) gets the holder's id.
     """
     opts = snapshot()
-    rows = [prepare(spec, options=opts) for spec in specs]
+    seen: SeenOptions = {}
+    return insert_rows([prepare(spec, options=opts, seen=seen) for spec in specs])
+
+
+def enqueue_calls(definition: JobDefinition, payloads: Iterable[dict[str, Any]]) -> list[int]:
+    """`enqueue_many` for one definition's calls: its options are checked once, and
+    each payload (a fresh dict of the call's arguments) only for what it decides."""
+    opts = snapshot()
+    o = definition.options
+    decided = kind_options(spec_for(definition, {}), definition, opts)
+    kind = definition.kind
+    return insert_rows(
+        [
+            build_row(decided, kind, payload, o.dedup_key, o.name, o.group_key, o.meta, opts)
+            for payload in payloads
+        ]
+    )
+
+
+def insert_rows(rows: list[Row]) -> list[int]:
+    """Insert prepared rows in one statement (COPY without dedup keys); ids in input order."""
     if not rows:
         return []
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql.ALLOCATE_JOB_IDS, [len(rows)])
         now, ids = cursor.fetchone()
-        columns = _bulk_columns(rows, ids, now)
         if not any(row.dedup_key for row in rows):
             with cursor.cursor.copy(sql.COPY_JOBS) as copy:
-                for values in zip(*columns, strict=True):
-                    copy.write_row(values)
+                copy.write(_copy_text(rows, ids, now))
             return list(ids)
+        columns = _bulk_columns(rows, ids, now)
         labels = ["{" + ",".join(_array_item(x) for x in labels) + "}" for labels in columns[10]]
         # A server-binding cursor sends the arrays as parameters, not quoted text.
         with psycopg.Cursor(cursor.connection) as raw:
@@ -345,17 +439,14 @@ def enqueue_many(specs: Iterable[JobSpec]) -> list[int]:
         ]
 
 
+def _run_at(row: Row, now: datetime) -> datetime:
+    if row.run_at is not None:
+        return row.run_at
+    return now + timedelta(seconds=row.delay) if row.delay else now
+
+
 def _bulk_columns(rows: list[Row], ids: list[int], now: datetime) -> list[list[Any]]:
-    run_ats: list[datetime] = []
-    states: list[str] = []
-    for row in rows:
-        run_at = (
-            row.run_at
-            if row.run_at is not None
-            else (now + timedelta(seconds=row.delay) if row.delay else now)
-        )
-        run_ats.append(run_at)
-        states.append("scheduled" if run_at > now else "available")
+    run_ats = [_run_at(row, now) for row in rows]
     return [
         list(ids),
         [r.queue for r in rows],
@@ -370,8 +461,64 @@ def _bulk_columns(rows: list[Row], ids: list[int], now: datetime) -> list[list[A
         [r.labels for r in rows],
         [r.meta for r in rows],
         run_ats,
-        states,
+        ["scheduled" if run_at > now else "available" for run_at in run_ats],
     ]
+
+
+def _copy_text(rows: list[Row], ids: list[int], now: datetime) -> str:
+    """The rows as COPY text in COPY_JOBS' columns, written here rather than value by value
+    through psycopg's dumpers: a job's line is one f-string, and the columns its kind and
+    options decide are written once for all the rows that share them."""
+    shared: dict[int, str] = {}
+    lines = []
+    for job_id, row in zip(ids, rows, strict=True):
+        decided = row.decided
+        tail = shared.get(id(decided))
+        if tail is None:
+            tail = shared[id(decided)] = _shared_columns(row, now)
+        group_key = row.group_key
+        meta = row.meta
+        lines.append(
+            f"{job_id}\t{_escape(row.name)}\t{_escape(row.payload)}"
+            f"\t{'\\N' if group_key is None else _escape(group_key)}"
+            f"\t{meta if meta == '{}' else _escape(meta)}\t{tail}\n"
+        )
+    return "".join(lines)
+
+
+def _shared_columns(row: Row, now: datetime) -> str:
+    """COPY_JOBS' last columns, the same for all rows of one KindOptions."""
+    run_at = _run_at(row, now)
+    return "\t".join(
+        (
+            _escape(row.queue),
+            _escape(row.kind),
+            str(row.priority),
+            str(row.max_attempts),
+            _escape_null(row.backoff),
+            "\\N",  # dedup_key: rows with one are inserted by INSERT_JOBS_UNNEST
+            _escape(_array_text(row.labels)),
+            str(run_at),
+            "scheduled" if run_at > now else "available",
+        )
+    )
+
+
+# COPY's text format: backslash, tab, newline and carriage return are escaped, \N is NULL.
+_COPY_SPECIAL = re.compile(r"[\\\t\n\r]")
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _escape(text: str) -> str:
+    return text if _COPY_SPECIAL.search(text) is None else text.translate(_COPY_ESCAPES)
+
+
+def _escape_null(text: str | None) -> str:
+    return "\\N" if text is None else _escape(text)
+
+
+def _array_text(items: list[str]) -> str:
+    return "{" + ",".join(_array_item(x) for x in items) + "}"
 
 
 def _array_item(text: str) -> str:

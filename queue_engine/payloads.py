@@ -11,10 +11,14 @@ class PayloadError(ValueError):
     """A value that does not survive a JSON round trip, or that is too large."""
 
 
+# One encoder for every call: json.dumps with options builds a new one each time.
+_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+
+
 def dump_json(value: Any, *, what: str, max_bytes: int | None = None) -> str:
     """Serialise `value`, refusing anything JSON would drop or change (tuples become lists)."""
     try:
-        text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError):
         raise PayloadError(f"{what} {explain(value)}") from None
     # json.dumps silently turns tuples into lists and non-string keys into strings;

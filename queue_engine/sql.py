@@ -66,9 +66,12 @@ SELECT_JOB_ID_BY_DEDUP_KEY = """
 """
 
 # Ids for a bulk enqueue, drawn in input order, and the database clock.
+# The sequence is looked up once, in a scalar subquery: called in the select list,
+# pg_get_serial_sequence (a stable function) runs once a row, 10 times the nextval.
 ALLOCATE_JOB_IDS = """
-    SELECT now(), array(SELECT nextval(pg_get_serial_sequence('queue_engine_job', 'id'))
-                          FROM generate_series(1, %s))
+    SELECT now(),
+           array(SELECT nextval((SELECT pg_get_serial_sequence('queue_engine_job', 'id'))::regclass)
+                   FROM generate_series(1, %s))
 """
 
 BULK_COLUMNS = (
@@ -76,8 +79,13 @@ BULK_COLUMNS = (
     "labels, meta, run_at, state"
 )
 
-# Bulk enqueue without dedup keys: COPY, the fastest path into Postgres.
-COPY_JOBS = f"COPY queue_engine_job ({BULK_COLUMNS}) FROM STDIN"
+# Bulk enqueue without dedup keys: COPY, the fastest path into Postgres. The columns
+# each job decides come first; those its kind and options decide, after (see _copy_text).
+COPY_JOBS = """
+    COPY queue_engine_job (id, name, payload, group_key, meta, queue, kind, priority,
+                           max_attempts, backoff, dedup_key, labels, run_at, state)
+    FROM STDIN
+"""
 
 # Bulk enqueue with dedup keys: rows whose key is held are skipped (see RETURNING).
 INSERT_JOBS_UNNEST = f"""

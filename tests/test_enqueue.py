@@ -201,6 +201,44 @@ def test_bulk_enqueue_mixes_kinds_queues_and_schedules() -> None:
     assert [states[i] for i in ids] == ["available", "scheduled", "scheduled"]
 
 
+def test_bulk_enqueue_keeps_every_character_and_option() -> None:
+    awkward = "tab\there, line\nbreak, cr\r, back\\slash, \\N, quote \" and 'é' {x}"
+    later = timezone.now() + dt.timedelta(minutes=5)
+    specs = [
+        JobSpec(
+            kind="tests.noop",
+            payload={"text": awkward, "nested": [awkward, {"k": None}]},
+            name=awkward,
+            group_key=awkward,
+            labels=[awkward, "plain", 'x"y', "a,b", "{c}"],
+            meta={"note": awkward},
+            queue="odd\\queue",
+            priority=-7,
+            max_attempts=9,
+            run_at=later,
+        ),
+        JobSpec(kind="tests.noop", payload={"i": 1}, delay=60),
+        JobSpec(kind="tests.add", payload={"a": 1, "b": 2}),
+    ]
+
+    first, delayed, plain = (Job.objects.get(pk=i) for i in enqueue_many(specs))
+
+    assert first.payload == {"text": awkward, "nested": [awkward, {"k": None}]}
+    assert (first.name, first.group_key, first.meta) == (awkward, awkward, {"note": awkward})
+    assert first.labels == [awkward, "plain", 'x"y', "a,b", "{c}"]
+    assert (first.queue, first.priority, first.max_attempts) == ("odd\\queue", -7, 9)
+    assert (first.state, first.run_at) == ("scheduled", later)
+    assert first.dedup_key is None and first.errors == [] and first.attempt == 0
+    assert delayed.state == "scheduled" and delayed.run_at > timezone.now()
+    assert (plain.state, plain.queue, plain.name, plain.labels) == (
+        "available",
+        "math",
+        "1 + 2",
+        [],
+    )
+    assert plain.run_at <= timezone.now()
+
+
 def test_bulk_enqueue_is_all_or_nothing(other_connection: psycopg.Connection) -> None:
     specs = [JobSpec(kind="tests.noop", payload={"i": i}) for i in range(100)]
     specs.append(JobSpec(kind="tests.noop", payload={"bad": {1, 2}}))
