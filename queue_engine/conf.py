@@ -70,6 +70,9 @@ DEFAULTS: dict[str, Any] = {
     "DEFAULT_MAX_ATTEMPTS": 20,
     "MAX_PAYLOAD_BYTES": 1024 * 1024,
     "ALLOW_UNKNOWN_KINDS": False,
+    # Enqueue statements as prepared statements on Django's connection (Django itself
+    # prepares none): a single enqueue costs about a third less.
+    "PREPARED_STATEMENTS": True,
     "QUEUES": {},
     "QUEUE_DEFAULTS": {},
     "ALLOW_UNDECLARED_QUEUES": True,

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from queue_engine import sql
 from queue_engine.conf import snapshot
+from queue_engine.connections import bound_cursor, prepared
 from queue_engine.definitions import (
     Backoff,
     EnqueueOptions,
@@ -326,13 +327,20 @@ def enqueue_debounced(spec: JobSpec) -> Job:
 
 def _insert(row: Row, *, debounce: bool) -> Job:
     params = row.params()
+    prepare = prepared()
     if row.dedup_key is None:  # one statement: atomic on its own, no savepoint needed
-        with connection.cursor() as cursor:
-            cursor.execute(sql.INSERT_JOB, params)
-            return _job(row, cursor.fetchone(), deduplicated=False)
-    with transaction.atomic(), connection.cursor() as cursor:
+        with bound_cursor() as cursor:
+            cursor.execute(sql.INSERT_JOB, params, prepare=prepare)
+            inserted = cursor.fetchone()
+            assert inserted is not None  # INSERT .. RETURNING without a conflict clause
+            return _job(row, inserted, deduplicated=False)
+    with transaction.atomic(), bound_cursor() as cursor:
         for _ in range(5):
-            cursor.execute(sql.UPSERT_JOB_DEBOUNCED if debounce else sql.INSERT_JOB_DEDUP, params)
+            cursor.execute(
+                sql.UPSERT_JOB_DEBOUNCED if debounce else sql.INSERT_JOB_DEDUP,
+                params,
+                prepare=prepare,
+            )
             found = cursor.fetchone()
             if found is not None:
                 if debounce and found[-1] and found[1] == "available":
