@@ -301,7 +301,9 @@ def test_set_group_limit_adds_changes_and_removes_an_override_with_audit() -> No
 def test_the_claim_reads_group_limits_as_set_group_limit_writes_them() -> None:
     def room(key: str) -> int:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT queue_engine_group_room(%s, %s, %s)", ["emails", key, 7])
+            cursor.execute(
+                "SELECT room FROM queue_engine_group_rooms(%s, %s, %s)", [["emails"], [key], [7]]
+            )
             return cursor.fetchone()[0]
 
     ops_queues.set_group_limit("emails", "acme", 2)

@@ -249,7 +249,6 @@ class JobLifecycle(RuleBasedStateMachine):
             "token": token,
         }
         with conn.transaction():  # as runtime's settle-and-claim does
-            conn.execute(sql.LOCK_CAPPED_QUEUES, claim)
             rows = conn.execute(sql.CLAIM, claim).fetchall()
         got = sorted(r[0] for r in rows)
         available = self.ids("live", "available")

@@ -3,7 +3,31 @@
 import django.db.models.functions.datetime
 from django.db import migrations, models
 
-from queue_engine.sql import GROUP_ROOM_FUNCTION
+# How many more jobs of one (queue, group key) may start now; 0 when another claimer
+# holds the key. Replaced by queue_engine_group_rooms (0011), one call per claim.
+GROUP_ROOM_FUNCTION = """
+CREATE OR REPLACE FUNCTION queue_engine_group_room(p_queue text, p_key text, p_default int)
+RETURNS int LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    cap int;
+    busy int;
+BEGIN
+    SELECT max_concurrency INTO cap FROM queue_engine_grouplimit
+     WHERE queue = p_queue AND group_key = p_key;
+    cap := COALESCE(cap, p_default);
+    IF cap IS NULL THEN
+        RETURN 2147483647;
+    END IF;
+    IF NOT pg_try_advisory_xact_lock(
+            hashtextextended('queue_engine:group:' || p_queue || ':' || p_key, 0)) THEN
+        RETURN 0;
+    END IF;
+    SELECT count(*) INTO busy FROM queue_engine_job
+     WHERE state = 'running' AND queue = p_queue AND group_key = p_key;
+    RETURN GREATEST(cap - busy, 0);
+END
+$$;
+"""
 
 
 class Migration(migrations.Migration):

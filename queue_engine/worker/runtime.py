@@ -27,12 +27,8 @@ from queue_engine.worker.store import Connection
 
 log = logging.getLogger("queue_engine.worker")
 
-MAX_EVENT_IDS = 200
-# While a lane's claims come back small (the worker keeps up; latency is what counts)
-# it uses the claim's generic plan: planning each call costs more than the claim
-# itself. Under a backlog (big batches) it plans each claim for its parameters.
-GENERIC_PLAN_UP_TO = 16
-LANES = 2  # ids per console hint; NOTIFY payloads stay far below 8000 bytes
+MAX_EVENT_IDS = 200  # ids per console hint; NOTIFY payloads stay far below 8000 bytes
+LANES = 2
 
 
 @dataclass
@@ -181,7 +177,14 @@ class Worker:
                     self._finish()
                     return
             free = min(self.concurrency - len(self.inflight) - self.reserved, self.lane_share)
-            want = free if (free > 0 and self.maybe_more and not self.stopping) else 0
+            # A settle claims too, in the same round trip, even after a claim came up
+            # short: the jobs it ends free room under their queue's cap and group caps,
+            # so the jobs a cap held back start now rather than at the next poll.
+            want = (
+                free
+                if (free > 0 and not self.stopping and (self.maybe_more or self.outcomes))
+                else 0
+            )
             if not self.outcomes and want == 0:
                 if (
                     self.options.burst
@@ -207,7 +210,6 @@ class Worker:
                 self.reserved -= want
             if want:
                 self.maybe_more = len(rows) >= want
-                conn.last_claimed = len(rows)
             if any(
                 o.execution.flow_id is not None
                 or (o.kind in ("retry", "snoozed", "released") and o.delay <= 0)
@@ -292,9 +294,7 @@ class Worker:
                     await batch.execute(conn)
                     claim_cursor = conn.cursor()
                     if want:
-                        if lane.last_claimed <= GENERIC_PLAN_UP_TO:
-                            await conn.execute(sql.GENERIC_PLANS)
-                        await conn.execute(sql.LOCK_CAPPED_QUEUES, claim)
+                        await conn.execute(sql.GENERIC_PLANS)
                         await claim_cursor.execute(sql.CLAIM, claim)
                 if flows:
                     # Again after the commit, with a fresh snapshot: two workers settling
