@@ -241,7 +241,12 @@ class Worker:
         self.inflight[execution.job_id] = execution
         self.busy.set()
         self.claimed_total += 1
-        execution.task = asyncio.create_task(self._execute(execution))
+        # Started eagerly: the task runs at once, up to its first real suspension, instead
+        # of a loop turn later. A handler that never waits (a quick async def) finishes
+        # here, and its task is never scheduled at all.
+        execution.task = asyncio.eager_task_factory(
+            asyncio.get_running_loop(), self._execute(execution)
+        )
 
     async def _execute(self, execution: Execution) -> None:
         try:
