@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection
 
-from queue_engine import ops
+from queue_engine import ops, sql, sql_flows
 from queue_engine.models import Job, JobLog, JobRecord, QueueConfig, WorkerProcess
 from tests import jobs
 from tests.workers import Workers, wait_for
@@ -95,6 +95,25 @@ def test_fatal_errors_skip_the_remaining_attempts(workers: Workers, definition) 
     rec = record(job.id)
 
     assert (rec.state, rec.attempt, len(rec.errors)) == ("failed", 1, 1)
+
+
+def test_the_hot_statements_stay_in_psycopgs_query_cache() -> None:
+    """A statement longer than psycopg caches is parsed again on every execute."""
+    from psycopg import _queries
+
+    assert sql.CACHEABLE_BYTES == _queries.MAX_CACHED_STATEMENT_LENGTH
+    for name in ("CLAIM", "SETTLE_SUCCEEDED", "SETTLE_FAILED", "SETTLE_RETRY", "INSERT_JOB"):
+        assert len(getattr(sql, name).encode()) <= sql.CACHEABLE_BYTES, name
+    assert len(sql_flows.SETTLE_SUCCEEDED_FLOW.encode()) <= sql.CACHEABLE_BYTES
+
+
+def test_results_keep_every_character(workers: Workers) -> None:
+    awkward = 'quote " backslash \\ {braces,comma} NULL \\N tab\t line\n é ✓'
+    jobs_ = [jobs.async_echo.enqueue(awkward), jobs.async_echo.enqueue("NULL")]
+
+    workers.run_burst()
+
+    assert [JobRecord.objects.get(pk=j.id).result for j in jobs_] == [awkward, "NULL"]
 
 
 def test_retry_with_delay_waits_on_the_database_clock(workers: Workers) -> None:
