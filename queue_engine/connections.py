@@ -19,7 +19,13 @@ def bound_cursor() -> Iterator[psycopg.Cursor[Any]]:
     server. Run its statements with `prepare=prepared()`."""
     connection.ensure_connection()
     connection.validate_no_broken_transaction()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+    raw = connection.connection
+    if raw.prepare_threshold is None and prepared():
+        # Django opens its connections with prepare_threshold=None, and psycopg then
+        # ignores prepare=True. A threshold no query reaches prepares exactly the
+        # statements run with prepare=True: Django's own queries stay unprepared.
+        raw.prepare_threshold = 2**31 - 1
+    with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
         yield cursor
 
 

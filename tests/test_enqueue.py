@@ -159,6 +159,15 @@ def test_debounce_behind_a_running_job_queues_a_fresh_one() -> None:
     assert held.dedup_key is None and held.meta["released_dedup_key"] == "deb-run"
 
 
+def test_the_returned_job_is_the_stored_row() -> None:
+    returned = jobs.add.using(labels=["gpu"], meta={"by": "test"}).enqueue(a=1, b=2)
+
+    stored = Job.objects.get(pk=returned.pk)
+    for field in Job._meta.concrete_fields:
+        assert getattr(returned, field.attname) == getattr(stored, field.attname), field.name
+    assert returned._state.adding is False and returned._state.db == "default"
+
+
 def test_debounce_without_a_key_is_refused() -> None:
     with pytest.raises(EnqueueError, match="dedup key"):
         jobs.add.enqueue_debounced(a=1, b=1)
