@@ -168,6 +168,25 @@ def test_the_returned_job_is_the_stored_row() -> None:
     assert returned._state.adding is False and returned._state.db == "default"
 
 
+def prepared_inserts() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT statement FROM pg_prepared_statements "
+            "WHERE statement LIKE 'INSERT INTO queue_engine_job%%'"
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def test_enqueue_statements_are_prepared_unless_turned_off() -> None:
+    for i in range(3):
+        jobs.add.enqueue(a=i, b=0)
+    assert len(prepared_inserts()) == 1  # planned once, not once a job
+
+    with override_settings(QUEUE_ENGINE={"PREPARED_STATEMENTS": False}):
+        jobs.add.using(dedup_key="unprepared").enqueue(a=0, b=0)
+    assert len(prepared_inserts()) == 1
+
+
 def test_debounce_without_a_key_is_refused() -> None:
     with pytest.raises(EnqueueError, match="dedup key"):
         jobs.add.enqueue_debounced(a=1, b=1)
