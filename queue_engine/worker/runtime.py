@@ -294,19 +294,30 @@ class Worker:
                 recovered = await cur.fetchall()
                 if recovered:
                     return recovered
+            claim_cursor = conn.cursor()
+
+            async def claim_next() -> None:
+                if want:
+                    await conn.execute(sql.GENERIC_PLANS)
+                    await claim_cursor.execute(sql.CLAIM, claim)
+
             async with conn.pipeline():
                 async with conn.transaction():
                     await batch.execute(conn)
-                    claim_cursor = conn.cursor()
-                    if want:
-                        await conn.execute(sql.GENERIC_PLANS)
-                        await claim_cursor.execute(sql.CLAIM, claim)
+                    if not flows:
+                        await claim_next()
                 if flows:
                     # Again after the commit, with a fresh snapshot: two workers settling
                     # the last nodes of a flow at once each see the other's node still
                     # live inside their transactions, and neither would end the flow.
                     # The refresh that starts last sees both commits.
                     await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
+                    # A flow settle locks the children it counts down (a fan-in's join:
+                    # one row every settling lane needs), so it commits before the claim
+                    # instead of holding that lock through it: same round trip, and the
+                    # claim still sees the children this settle made runnable.
+                    async with conn.transaction():
+                        await claim_next()
             return await claim_cursor.fetchall() if want else []
 
         try:
