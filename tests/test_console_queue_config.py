@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-from urllib.parse import quote
 
 import pytest
 from django.test import Client
@@ -11,6 +10,7 @@ from django.test import Client
 from queue_engine import ops_queues
 from queue_engine.console.queue_form import as_input
 from queue_engine.models import AuditEvent, GroupLimit, QueueConfig
+from queue_engine.templatetags.console import queue_url_name
 from tests.console_data import XSS
 from tests.console_users import client_for
 
@@ -38,7 +38,7 @@ def text_of(response) -> str:  # type: ignore[no-untyped-def]
 
 
 def url(name: str, action: str = "") -> str:
-    return f"/queues/{quote(name, safe='')}/{action}"
+    return f"/queues/{queue_url_name(name)}/{action}"
 
 
 # --- who may edit ---------------------------------------------------------------------

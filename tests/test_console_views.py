@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
+from html import escape
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.urls import reverse
 
 from queue_engine import tracking
 from queue_engine.models import AuditEvent, Job, JobRecord, QueueConfig
-from tests import console_data
+from tests import console_data, jobs
 from tests.console_data import XSS, ConsoleData
 from tests.console_users import client_for
 from tests.workers import wait_for
@@ -658,6 +660,21 @@ def test_the_bulk_job_works_in_batches_and_reports_progress(
 # --- escaping and masking ------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("name", ["emails/config", "a/pause", "x~s/y~", "~", "plain"])
+def test_any_queue_name_has_its_own_page_and_actions(operator: Client, name: str) -> None:
+    jobs.noop.using(queue=name).enqueue()
+    page_url = reverse("console:queue", args=[name])
+    pause_url = reverse("console:queue_pause", args=[name])
+
+    assert page_url.count("/") == 3  # /queues/<one segment>/
+    page = text_of(operator.get(page_url))
+    assert f"<title>Queue {escape(name)}" in page
+    operator.post(pause_url)
+
+    assert QueueConfig.objects.get(name=name).paused
+    assert operator.get("/queues/bad~x/").status_code == 404  # not an escape a name makes
+
+
 def test_attacker_strings_come_out_escaped_everywhere(viewer: Client, db: None) -> None:
     data = console_data.seed(xss=True)
     evil_queue = Job.objects.get(name=XSS)
@@ -668,7 +685,7 @@ def test_attacker_strings_come_out_escaped_everywhere(viewer: Client, db: None) 
         f"/jobs/{data.dead[-1].id}/",
         f"/jobs/{evil_queue.id}/",
         "/dead/",
-        f"/queues/{XSS}/",
+        reverse("console:queue", args=[XSS]),
     ]
 
     for url in urls:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from queue_engine.console import converters  # noqa: F401  the <queue:name> converter
 from queue_engine.console.consumers import (
     FlowConsumer,
     JobConsumer,
@@ -15,5 +16,5 @@ websocket_urlpatterns = [
     path("ws/jobs/", JobsConsumer.as_asgi()),
     path("ws/jobs/<int:job_id>/", JobConsumer.as_asgi()),
     path("ws/flows/<int:flow_id>/", FlowConsumer.as_asgi()),
-    path("ws/queues/<path:name>/", QueueConsumer.as_asgi()),
+    path("ws/queues/<queue:name>/", QueueConsumer.as_asgi()),
 ]

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from queue_engine.console import converters  # noqa: F401  the <queue:name> converter
 from queue_engine.console.views import (
     audit,
     auth,
@@ -35,11 +36,11 @@ urlpatterns = [
     path("workers/", workers.workers, name="workers"),
     path("audit/", audit.audit, name="audit"),
     # Queue names may hold any character, "/" included: the action routes come first.
-    path("queues/<path:name>/redrive/", queues.redrive, name="queue_redrive"),
-    path("queues/<path:name>/pause/", queues.pause, name="queue_pause"),
-    path("queues/<path:name>/resume/", queues.resume, name="queue_resume"),
-    path("queues/<path:name>/config/", queue_config.edit_config, name="queue_config"),
-    path("queues/<path:name>/config/reset/", queue_config.reset_config, name="queue_config_reset"),
-    path("queues/<path:name>/group-limit/", queue_config.group_limit, name="queue_group_limit"),
-    path("queues/<path:name>/", queues.queue, name="queue"),
+    path("queues/<queue:name>/redrive/", queues.redrive, name="queue_redrive"),
+    path("queues/<queue:name>/pause/", queues.pause, name="queue_pause"),
+    path("queues/<queue:name>/resume/", queues.resume, name="queue_resume"),
+    path("queues/<queue:name>/config/", queue_config.edit_config, name="queue_config"),
+    path("queues/<queue:name>/config/reset/", queue_config.reset_config, name="queue_config_reset"),
+    path("queues/<queue:name>/group-limit/", queue_config.group_limit, name="queue_group_limit"),
+    path("queues/<queue:name>/", queues.queue, name="queue"),
 ]

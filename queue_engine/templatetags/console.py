@@ -188,3 +188,13 @@ STATE_LABELS = {"failed": "dead", "blocked": "waiting"}
 def state_label(state: str) -> str:
     """How the console names a state: a failed job is dead, a blocked flow node waiting."""
     return STATE_LABELS.get(state, state)
+
+
+@register.filter
+def queue_url_name(name: str) -> str:
+    """A queue name as the one path segment the console's URLs expect (see converters)."""
+    from urllib.parse import quote
+
+    from queue_engine.console.converters import QueueNameConverter
+
+    return quote(QueueNameConverter().to_url(name), safe="~")
