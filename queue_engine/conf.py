@@ -71,7 +71,7 @@ DEFAULTS: dict[str, Any] = {
     "MAX_PAYLOAD_BYTES": 1024 * 1024,
     "ALLOW_UNKNOWN_KINDS": False,
     # Enqueue statements as prepared statements on Django's connection (Django itself
-    # prepares none): a single enqueue costs about a third less.
+    # prepares none): planned once, not on every single enqueue.
     "PREPARED_STATEMENTS": True,
     "QUEUES": {},
     "QUEUE_DEFAULTS": {},

@@ -67,24 +67,52 @@ class JobSpec:
 
 @dataclass(slots=True)
 class Row:
-    """A validated job, ready to insert."""
+    """A validated job, ready to insert: what its payload decides, and (in `decided`)
+    what its kind and options decide."""
 
-    queue: str
     kind: str
     name: str
-    priority: int
     payload: str
-    max_attempts: int
-    backoff: str | None
     dedup_key: str | None
     group_key: str | None
-    labels: list[str]
     meta: str
-    run_at: datetime | None
-    delay: float
     payload_value: Mapping[str, Any]
     meta_value: Mapping[str, Any]
     decided: KindOptions
+
+    @property
+    def queue(self) -> str:
+        return self.decided.queue
+
+    @property
+    def priority(self) -> int:
+        return self.decided.priority
+
+    @property
+    def max_attempts(self) -> int:
+        return self.decided.max_attempts
+
+    @property
+    def backoff(self) -> str | None:
+        return self.decided.backoff
+
+    @property
+    def labels(self) -> list[str]:
+        return self.decided.labels
+
+    @property
+    def run_at(self) -> datetime | None:
+        return self.decided.run_at
+
+    @property
+    def delay(self) -> float:
+        return self.decided.delay
+
+    def starts_at(self, now: datetime) -> datetime:
+        """When the job may run, given the database clock of its insert."""
+        if self.run_at is not None:
+            return self.run_at
+        return now + timedelta(seconds=self.delay) if self.delay else now
 
     def params(self) -> dict[str, Any]:
         return {
@@ -212,19 +240,12 @@ def build_row(
         if text is not None and (type(text) is not str or not 0 < len(text) <= 255):
             raise EnqueueError(f"{kind}: {what} must be a string of 1 to 255 characters.")
     return Row(
-        decided.queue,
         kind,
         name if type(name) is str and len(name) <= 255 else str(name)[:255],
-        decided.priority,
         payload_text,
-        decided.max_attempts,
-        decided.backoff,
         dedup_key,
         group_key,
-        decided.labels,
         meta_text,
-        decided.run_at,
-        decided.delay,
         payload,
         meta,
         decided,
@@ -328,10 +349,10 @@ def enqueue_debounced(spec: JobSpec) -> Job:
 
 def _insert(row: Row, *, debounce: bool) -> Job:
     params = row.params()
-    prepare = prepared()
+    use_prepared = prepared()
     if row.dedup_key is None:  # one statement: atomic on its own, no savepoint needed
         with bound_cursor() as cursor:
-            cursor.execute(sql.INSERT_JOB, params, prepare=prepare)
+            cursor.execute(sql.INSERT_JOB, params, prepare=use_prepared)
             inserted = cursor.fetchone()
             assert inserted is not None  # INSERT .. RETURNING without a conflict clause
             return _job(row, inserted, deduplicated=False)
@@ -340,7 +361,7 @@ def _insert(row: Row, *, debounce: bool) -> Job:
             cursor.execute(
                 sql.UPSERT_JOB_DEBOUNCED if debounce else sql.INSERT_JOB_DEDUP,
                 params,
-                prepare=prepare,
+                prepare=use_prepared,
             )
             found = cursor.fetchone()
             if found is not None:
@@ -435,7 +456,7 @@ def insert_rows(rows: list[Row]) -> list[int]:
                 copy.write(_copy_text(rows, ids, now))
             return list(ids)
         columns = _bulk_columns(rows, ids, now)
-        labels = ["{" + ",".join(_array_item(x) for x in labels) + "}" for labels in columns[10]]
+        labels = [sql.array_literal(labels) for labels in columns[10]]
         # A server-binding cursor sends the arrays as parameters, not quoted text.
         with psycopg.Cursor(cursor.connection) as raw:
             raw.execute(sql.INSERT_JOBS_UNNEST, [*columns[:10], labels, *columns[11:]])
@@ -455,14 +476,8 @@ def insert_rows(rows: list[Row]) -> list[int]:
         ]
 
 
-def _run_at(row: Row, now: datetime) -> datetime:
-    if row.run_at is not None:
-        return row.run_at
-    return now + timedelta(seconds=row.delay) if row.delay else now
-
-
 def _bulk_columns(rows: list[Row], ids: list[int], now: datetime) -> list[list[Any]]:
-    run_ats = [_run_at(row, now) for row in rows]
+    run_ats = [row.starts_at(now) for row in rows]
     return [
         list(ids),
         [r.queue for r in rows],
@@ -504,7 +519,7 @@ def _copy_text(rows: list[Row], ids: list[int], now: datetime) -> str:
 
 def _shared_columns(row: Row, now: datetime) -> str:
     """COPY_JOBS' last columns, the same for all rows of one KindOptions."""
-    run_at = _run_at(row, now)
+    run_at = row.starts_at(now)
     return "\t".join(
         (
             _escape(row.queue),
@@ -513,7 +528,7 @@ def _shared_columns(row: Row, now: datetime) -> str:
             str(row.max_attempts),
             _escape_null(row.backoff),
             "\\N",  # dedup_key: rows with one are inserted by INSERT_JOBS_UNNEST
-            _escape(_array_text(row.labels)),
+            _escape(sql.array_literal(row.labels)),
             str(run_at),
             "scheduled" if run_at > now else "available",
         )
@@ -531,11 +546,3 @@ def _escape(text: str) -> str:
 
 def _escape_null(text: str | None) -> str:
     return "\\N" if text is None else _escape(text)
-
-
-def _array_text(items: list[str]) -> str:
-    return "{" + ",".join(_array_item(x) for x in items) + "}"
-
-
-def _array_item(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -166,9 +166,7 @@ class Flow:
 def flow_row(
     row: Row, job_id: int, now: Any, flow_id: int, key: str, parents: int
 ) -> tuple[Any, ...]:
-    from datetime import timedelta
-
-    run_at = row.run_at or (now + timedelta(seconds=row.delay) if row.delay else now)
+    run_at = row.starts_at(now)
     state = "blocked" if parents else ("scheduled" if run_at > now else "available")
     return (
         job_id,

@@ -4,6 +4,8 @@ Parameters are always bound. Table names are fixed by the models' db_table.
 """
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
 # psycopg parses a query's %(name)s placeholders once and caches the result, but only
 # for texts of up to 4,096 bytes: a longer one is parsed again on every execute.
@@ -15,6 +17,22 @@ def compact(statement: str) -> str:
     that must stay under CACHEABLE_BYTES (no string literal here contains ' --')."""
     lines = (re.sub(r"\s+--\s.*$|^\s*--.*$", "", line).strip() for line in statement.splitlines())
     return "\n".join(line for line in lines if line)
+
+
+def array_literal(values: Iterable[Any]) -> str:
+    """A list of ints, floats, strings and Nones as Postgres array text, for parameters a
+    statement casts (`%(ids)s::bigint[]`, `%(results)s::jsonb[]`) or for COPY. psycopg's
+    list dumper inspects every element to pick a type: a tenth of the worker's time in
+    a drain."""
+    parts = []
+    for value in values:
+        if value is None:
+            parts.append("NULL")
+        elif type(value) is int or type(value) is float:
+            parts.append(repr(value))
+        else:
+            parts.append('"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"')
+    return "{" + ",".join(parts) + "}"
 
 
 # --- enqueue -----------------------------------------------------------------
