@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection
 
-from queue_engine import ops, sql, sql_flows
+from queue_engine import ops, sql
 from queue_engine.models import Job, JobLog, JobRecord, QueueConfig, WorkerProcess
 from tests import jobs
 from tests.workers import Workers, wait_for
@@ -97,14 +97,14 @@ def test_fatal_errors_skip_the_remaining_attempts(workers: Workers, definition) 
     assert (rec.state, rec.attempt, len(rec.errors)) == ("failed", 1, 1)
 
 
-def test_the_hot_statements_stay_in_psycopgs_query_cache() -> None:
-    """A statement longer than psycopg caches is parsed again on every execute."""
+def test_the_enqueue_statements_stay_in_psycopgs_query_cache() -> None:
+    """A statement longer than psycopg caches is parsed again on every execute. (The
+    worker's statements are prepared by name and run as EXECUTE: see worker/script.py.)"""
     from psycopg import _queries
 
     assert sql.CACHEABLE_BYTES == _queries.MAX_CACHED_STATEMENT_LENGTH
-    for name in ("CLAIM", "SETTLE_SUCCEEDED", "SETTLE_FAILED", "SETTLE_RETRY", "INSERT_JOB"):
+    for name in ("INSERT_JOB", "INSERT_JOB_DEDUP", "UPSERT_JOB_DEBOUNCED"):
         assert len(getattr(sql, name).encode()) <= sql.CACHEABLE_BYTES, name
-    assert len(sql_flows.SETTLE_SUCCEEDED_FLOW.encode()) <= sql.CACHEABLE_BYTES
 
 
 def test_results_keep_every_character(workers: Workers) -> None:

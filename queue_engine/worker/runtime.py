@@ -23,12 +23,26 @@ from queue_engine import sql, sql_flows
 from queue_engine.worker import capture
 from queue_engine.worker.execution import Execution, Outcome
 from queue_engine.worker.leader import Leader
+from queue_engine.worker.script import Prepared, Script
 from queue_engine.worker.store import Connection
 
 log = logging.getLogger("queue_engine.worker")
 
 MAX_EVENT_IDS = 200  # ids per console hint; NOTIFY payloads stay far below 8000 bytes
 LANES = 2
+
+CLAIM = Prepared("qe_claim", sql.CLAIM)
+# The hot statements, prepared once per connection (see worker/script.py).
+PROGRESS = Prepared("qe_progress", sql.PROGRESS)
+SETTLE_SUCCEEDED = Prepared("qe_settle_succeeded", sql.SETTLE_SUCCEEDED)
+SETTLE_SUCCEEDED_FLOW = Prepared("qe_settle_succeeded_flow", sql_flows.SETTLE_SUCCEEDED_FLOW)
+SETTLE_FAILED = Prepared("qe_settle_failed", sql.SETTLE_FAILED)
+SETTLE_RETRY = Prepared("qe_settle_retry", sql.SETTLE_RETRY)
+SETTLE_SNOOZED = Prepared("qe_settle_snoozed", sql.SETTLE_SNOOZED)
+RELEASE = Prepared("qe_release", sql.RELEASE)
+RECORD_RESULT = Prepared("qe_record_result", sql.RECORD_RESULT)
+REFRESH_FLOWS = Prepared("qe_refresh_flows", sql_flows.REFRESH_FLOWS)
+NOTIFY_QUEUES = Prepared("qe_notify_queues", sql.NOTIFY_QUEUES)
 
 
 @dataclass
@@ -58,6 +72,12 @@ class Worker:
         self.logs: list[tuple[Any, ...]] = []
         self.progress: dict[int, tuple[int, float, str]] = {}
         self.progress_flushing: dict[int, tuple[int, float, str]] = {}  # being written now
+        # Console hints (NOTIFY payloads) for settles that have committed. The flusher
+        # sends them, in a transaction of their own: a NOTIFY holds Postgres's global
+        # notify lock from its transaction's pre-commit until the commit is flushed, so a
+        # NOTIFY inside every settle made all settles commit one at a time, each waiting
+        # for the previous one's WAL flush (a third of a plain drain's throughput).
+        self.hints: list[str] = []
         self.wakeup = asyncio.Event()
         # Set while jobs run: the log flusher and the idle watchdog sleep on it when the
         # worker is idle, so an idle worker wakes a few times a second, not 24.
@@ -124,7 +144,7 @@ class Worker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._flush_logs_and_progress()
+        await self._flush()
         with contextlib.suppress(psycopg.Error):
             await self.aux.run(
                 lambda c: c.execute(sql.UNREGISTER_WORKER, [self.worker_id]),
@@ -294,31 +314,33 @@ class Worker:
                 recovered = await cur.fetchall()
                 if recovered:
                     return recovered
-            claim_cursor = conn.cursor()
-
-            async def claim_next() -> None:
-                if want:
-                    await conn.execute(sql.GENERIC_PLANS)
-                    await claim_cursor.execute(sql.CLAIM, claim)
-
-            async with conn.pipeline():
-                async with conn.transaction():
-                    await batch.execute(conn)
-                    if not flows:
-                        await claim_next()
-                if flows:
-                    # Again after the commit, with a fresh snapshot: two workers settling
-                    # the last nodes of a flow at once each see the other's node still
-                    # live inside their transactions, and neither would end the flow.
-                    # The refresh that starts last sees both commits.
-                    await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
-                    # A flow settle locks the children it counts down (a fan-in's join:
-                    # one row every settling lane needs), so it commits before the claim
-                    # instead of holding that lock through it: same round trip, and the
-                    # claim still sees the children this settle made runnable.
-                    async with conn.transaction():
-                        await claim_next()
-            return await claim_cursor.fetchall() if want else []
+            script = Script()
+            # The settle commits first, the claim after it in a transaction of its own:
+            # both in one message, so one round trip still. A settle frees room under
+            # its queue's cap and its jobs' group caps, and counts down the children of
+            # flow nodes (a fan-in's join: one row every settling lane needs). Committed
+            # before the claim, it frees that room and that row for every claimer now,
+            # not after this claim has waited its turn for the queue's lock.
+            if batch:
+                script.raw("BEGIN")
+                batch.add_to(script)
+                script.raw("COMMIT")
+            if flows:
+                # Again after the commit, with a fresh snapshot: two workers settling
+                # the last nodes of a flow at once each see the other's node still
+                # live inside their transactions, and neither would end the flow.
+                # The refresh that starts last sees both commits.
+                script.add(REFRESH_FLOWS, [flows])
+            place = None
+            if want:
+                script.raw("BEGIN")
+                for setting in sql.CLAIM_SETTINGS:
+                    script.raw(setting)
+                place = script.add(CLAIM, claim, rows=True)
+                script.raw("COMMIT")
+            batch.script = script
+            await script.run(conn)
+            return script.rows(place) if place is not None else []
 
         try:
             rows = await lane.run(action, what="settle and claim")
@@ -326,6 +348,10 @@ class Worker:
             log.exception("settle and claim failed; the jobs will be rescued after their lease")
             return [], token
         batch.report(log)
+        hints = batch.hints()
+        if hints:
+            self.hints.extend(hints)
+            self.busy.set()  # the flusher sends them
         return rows, token
 
     async def _release_all(self) -> None:
@@ -441,7 +467,7 @@ class Worker:
 
     async def _idle(self) -> None:
         """Return at once while jobs run or output waits; else when a job starts."""
-        if not self.inflight and not self.logs and not self.progress:
+        if not self.inflight and not self.logs and not self.progress and not self.hints:
             self.busy.clear()
             await self.busy.wait()
 
@@ -449,20 +475,24 @@ class Worker:
         while True:
             await self._idle()
             await asyncio.sleep(0.05)
-            if self.logs or self.progress:
+            if self.logs or self.progress or self.hints:
                 # Shielded: a stop mid-flush must not drop the lines already taken.
-                await asyncio.shield(self._flush_logs_and_progress())
+                await asyncio.shield(self._flush())
 
-    async def _flush_logs_and_progress(self) -> None:
+    async def _flush(self) -> None:
+        """Write log lines and progress reports; then send the console's hints."""
         logs, self.logs = self.logs, []
         progress, self.progress = self.progress, {}
-        if not logs and not progress:
+        hints, self.hints = self.hints, []
+        if not logs and not progress and not hints:
             return
         self.progress_flushing = progress
         columns: list[list[Any]] = [list(c) for c in zip(*logs, strict=True)] if logs else []
-        job_ids = sorted({row[0] for row in logs} | set(progress))[:MAX_EVENT_IDS]
+        if logs or progress:
+            job_ids = sorted({row[0] for row in logs} | set(progress))[:MAX_EVENT_IDS]
+            hints.append(json.dumps({"type": "log" if logs else "progress", "ids": job_ids}))
 
-        async def action(conn: psycopg.AsyncConnection) -> None:
+        async def write(conn: psycopg.AsyncConnection) -> None:
             async with conn.transaction():
                 if logs:
                     await conn.execute(
@@ -494,15 +524,19 @@ class Worker:
                             "messages": [progress[i][2] for i in ids],
                         },
                     )
-                await conn.execute(
-                    sql.NOTIFY_EVENT,
-                    [json.dumps({"type": "log" if logs else "progress", "ids": job_ids})],
-                )
 
-        try:
-            await self.aux.run(action, what="write logs", attempts=3)
-        except psycopg.Error:
-            log.warning("dropped %d log line(s) after repeated failures", len(logs))
+        if logs or progress:
+            try:
+                await self.aux.run(write, what="write logs", attempts=3)
+            except psycopg.Error:
+                log.warning("dropped %d log line(s) after repeated failures", len(logs))
+        # After the commit, in a transaction that writes nothing: no WAL flush to wait for
+        # while holding the notify lock. Hints only: lost, the console catches up on its
+        # next refresh.
+        with contextlib.suppress(psycopg.Error):
+            await self.aux.run(
+                lambda conn: conn.execute(sql.NOTIFY_EVENTS, [hints]), what="hint", attempts=1
+            )
 
     async def _watchdog_loop(self) -> None:
         while True:
@@ -533,7 +567,20 @@ class SettleBatch:
     released: list[Outcome] = field(default_factory=list)
     results: list[Outcome] = field(default_factory=list)
     progress: dict[int, tuple[int, float, str]] = field(default_factory=dict)
-    cursors: list[tuple[str, int, psycopg.AsyncCursor[Any]]] = field(default_factory=list)
+    places: list[tuple[str, int, int]] = field(default_factory=list)  # name, sent, place
+    script: Script | None = None
+
+    def __bool__(self) -> bool:
+        """Whether there is anything to settle."""
+        return bool(
+            self.succeeded
+            or self.failed
+            or self.retry
+            or self.snoozed
+            or self.released
+            or self.results
+            or self.progress
+        )
 
     @functools.cached_property
     def flows(self) -> list[int]:
@@ -557,8 +604,8 @@ class SettleBatch:
             getattr(batch, outcome.kind).append(outcome)
         return batch
 
-    async def execute(self, conn: psycopg.AsyncConnection) -> None:
-        """Queue the settle statements (in pipeline mode: sent together with the claim)."""
+    def add_to(self, script: Script) -> None:
+        """Add the settle statements to a transaction `script` has begun."""
 
         def ids_tokens(items: list[Outcome]) -> dict[str, Any]:
             return {
@@ -566,13 +613,14 @@ class SettleBatch:
                 "tokens": [o.execution.token for o in items],
             }
 
-        statements: list[tuple[str, str, list[Outcome], dict[str, Any]]] = []
+        self.places = []
+        statements: list[tuple[str, Prepared, list[Outcome], dict[str, Any]]] = []
         if self.progress:
             ids = sorted(self.progress)
             statements.append(
                 (
                     "progress",
-                    sql.PROGRESS,
+                    PROGRESS,
                     [],
                     {
                         "ids": ids,
@@ -588,7 +636,7 @@ class SettleBatch:
             statements.append(
                 (
                     "succeeded",
-                    sql.SETTLE_SUCCEEDED,
+                    SETTLE_SUCCEEDED,
                     plain,
                     {**ids_tokens(plain), "results": [o.result for o in plain]},
                 )
@@ -597,7 +645,7 @@ class SettleBatch:
             statements.append(
                 (
                     "flow",
-                    sql_flows.SETTLE_SUCCEEDED_FLOW,
+                    SETTLE_SUCCEEDED_FLOW,
                     in_flows,
                     {**ids_tokens(in_flows), "results": [o.result for o in in_flows]},
                 )
@@ -606,7 +654,7 @@ class SettleBatch:
             statements.append(
                 (
                     "failed",
-                    sql.SETTLE_FAILED,
+                    SETTLE_FAILED,
                     self.failed,
                     {**ids_tokens(self.failed), "errors": [o.error for o in self.failed]},
                 )
@@ -615,7 +663,7 @@ class SettleBatch:
             statements.append(
                 (
                     "retried",
-                    sql.SETTLE_RETRY,
+                    SETTLE_RETRY,
                     self.retry,
                     {
                         **ids_tokens(self.retry),
@@ -628,7 +676,7 @@ class SettleBatch:
             statements.append(
                 (
                     "snoozed",
-                    sql.SETTLE_SNOOZED,
+                    SETTLE_SNOOZED,
                     self.snoozed,
                     {
                         **ids_tokens(self.snoozed),
@@ -638,12 +686,12 @@ class SettleBatch:
                 )
             )
         if self.released:
-            statements.append(("released", sql.RELEASE, self.released, ids_tokens(self.released)))
+            statements.append(("released", RELEASE, self.released, ids_tokens(self.released)))
         if self.results:
             statements.append(
                 (
                     "results",
-                    sql.RECORD_RESULT,
+                    RECORD_RESULT,
                     self.results,
                     {
                         "ids": [o.execution.job_id for o in self.results],
@@ -652,50 +700,43 @@ class SettleBatch:
                 )
             )
         for name, statement, items, params in statements:
-            cursor = conn.cursor()
-            self.cursors.append((name, len(items), cursor))
-            await cursor.execute(statement, {k: sql.array_literal(v) for k, v in params.items()})
+            self.places.append((name, len(items), script.add(statement, params)))
         if self.flows:
-            await conn.execute(sql_flows.REFRESH_FLOWS, [self.flows])
+            script.add(REFRESH_FLOWS, [self.flows])
         wake = sorted(
             {o.execution.queue for o in self.retry + self.snoozed + self.released if o.delay <= 0}
         )
         if wake:
-            await conn.execute(sql.NOTIFY_QUEUES, [wake])
-        changed = [
-            o.execution.job_id
-            for o in self.succeeded + self.failed + self.retry + self.snoozed + self.released
-        ]
-        if changed:
-            await conn.execute(
-                sql.NOTIFY_EVENT,
-                [
-                    json.dumps(
-                        {
-                            "type": "jobs",
-                            "ids": changed[:MAX_EVENT_IDS],
-                            "queues": sorted({o.execution.queue for o in changed_outcomes(self)}),
-                            "flows": sorted(
-                                {
-                                    o.execution.flow_id
-                                    for o in changed_outcomes(self)
-                                    if o.execution.flow_id is not None
-                                }
-                            )[:MAX_EVENT_IDS],
-                        }
-                    )
-                ],
+            script.add(NOTIFY_QUEUES, [wake])
+
+    def hints(self) -> list[str]:
+        """The console's hints for these outcomes (ids only), MAX_EVENT_IDS jobs each."""
+        changed = changed_outcomes(self)
+        if not changed:
+            return []
+        queues = sorted({o.execution.queue for o in changed})
+        flows = sorted({o.execution.flow_id for o in changed if o.execution.flow_id is not None})
+        ids = [o.execution.job_id for o in changed]
+        return [
+            json.dumps(
+                {
+                    "type": "jobs",
+                    "ids": ids[i : i + MAX_EVENT_IDS],
+                    "queues": queues,
+                    "flows": flows[:MAX_EVENT_IDS] if i == 0 else [],
+                }
             )
+            for i in range(0, len(ids), MAX_EVENT_IDS)
+        ]
 
     def report(self, logger: logging.Logger) -> None:
         stale: dict[str, int] = defaultdict(int)
-        for name, sent, cursor in self.cursors:
-            if (
-                name not in ("results", "flow", "progress")
-                and cursor.rowcount >= 0
-                and cursor.rowcount < sent
-            ):
-                stale[name] += sent - cursor.rowcount
+        if self.script is None:
+            return
+        for name, sent, place in self.places:
+            rowcount = self.script.rowcount(place)
+            if name not in ("results", "flow", "progress") and 0 <= rowcount < sent:
+                stale[name] += sent - rowcount
         for name, count in stale.items():
             logger.info(
                 "%d %s job(s) were no longer ours (cancelled, rescued, or settled by "

@@ -1,0 +1,160 @@
+"""Several statements and their transactions sent as one message, run by Postgres back to back.
+
+The settle and the claim used to go out one statement at a time in pipeline mode. Each
+statement cost a turn of the event loop, and so did the COMMIT: a claim that took a
+capped queue's lock, or a settle that counted down a fan-in's join, held it until the
+loop came round to send the COMMIT, while every other claimer waited. As one simple-query
+message, `BEGIN; ...; COMMIT` runs and commits at the server's own pace: a lock lives
+exactly as long as the statements that need it.
+
+The statements stay prepared: the message runs `EXECUTE name(literal, ...)` of statements
+this connection has prepared (the first message of a connection carries the `PREPARE`).
+Their parameters go inline as literals. The hot ones are arrays already written as
+Postgres array text, so nothing is lost by not binding them.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import pq
+
+from queue_engine import sql
+
+_NAMED = re.compile(r"%\((\w+)\)s")
+
+
+class Prepared:
+    """A statement with psycopg placeholders (all `%(name)s`, or all `%s`), as `$n` text."""
+
+    def __init__(self, name: str, statement: str) -> None:
+        if "%%" in statement:
+            raise ValueError(f"{name}: a literal % is not supported here")
+        self.name = name
+        self.names: list[str] = []
+        if _NAMED.search(statement):
+
+            def number(match: re.Match[str]) -> str:
+                key = match.group(1)
+                if key not in self.names:
+                    self.names.append(key)
+                return f"${self.names.index(key) + 1}"
+
+            text = _NAMED.sub(number, statement)
+        else:
+            parts = statement.split("%s")
+            text = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], 1))
+            self.names = [str(i) for i in range(len(parts) - 1)]
+        self.prepare = f"PREPARE {name} AS {text}"
+
+    def execute(self, params: Mapping[str, Any] | Sequence[Any]) -> str:
+        if isinstance(params, Mapping):
+            values = [params[key] for key in self.names]
+        else:
+            values = list(params)
+        if len(values) != len(self.names):
+            raise ValueError(f"{self.name}: {len(self.names)} parameters, {len(values)} given")
+        return f"EXECUTE {self.name}({','.join(literal(v) for v in values)})"
+
+
+def literal(value: Any) -> str:
+    """A parameter as an SQL literal, meaning the same whatever standard_conforming_strings
+    says (an E'' string, backslashes and quotes escaped)."""
+    if value is None:
+        return "NULL"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if type(value) is int or type(value) is float:
+        return repr(value)
+    if isinstance(value, list | tuple):
+        value = sql.array_literal(value)
+    text = str(value)
+    if "\\" in text or "'" in text:
+        return "E'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return "'" + text + "'"
+
+
+_prepared_on: weakref.WeakKeyDictionary[psycopg.AsyncConnection[Any], set[str]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+class Script:
+    """Statements collected for one message; `run` sends them, then `rowcount(place)` and
+    `rows(place)` read what the statement `add` placed there returned.
+    """
+
+    def __init__(self) -> None:
+        self._steps: list[str | tuple[Prepared, Any]] = []
+        self._rowcounts: dict[int, int] = {}
+        self._rows: dict[int, list[tuple[Any, ...]]] = {}
+        self._want_rows: set[int] = set()
+
+    def __bool__(self) -> bool:
+        return bool(self._steps)
+
+    def raw(self, statement: str) -> int:
+        self._steps.append(statement)
+        return len(self._steps) - 1
+
+    def add(
+        self, statement: Prepared, params: Mapping[str, Any] | Sequence[Any], *, rows: bool = False
+    ) -> int:
+        self._steps.append((statement, params))
+        place = len(self._steps) - 1
+        if rows:
+            self._want_rows.add(place)
+        return place
+
+    def transaction(self, statements: Iterable[tuple[Prepared, Any]]) -> list[int]:
+        self.raw("BEGIN")
+        places = [self.add(statement, params) for statement, params in statements]
+        self.raw("COMMIT")
+        return places
+
+    def rowcount(self, place: int) -> int:
+        return self._rowcounts[place]
+
+    def rows(self, place: int) -> list[tuple[Any, ...]]:
+        return self._rows[place]
+
+    async def run(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        prepared = _prepared_on.setdefault(conn, set())
+        parts: list[str] = []
+        places: list[int | None] = []  # for each part, its step (None: a PREPARE)
+        for place, step in enumerate(self._steps):
+            if isinstance(step, str):
+                parts.append(step)
+            else:
+                statement, params = step
+                if statement.name not in prepared:
+                    parts.append(statement.prepare)
+                    places.append(None)
+                    prepared.add(statement.name)
+                parts.append(statement.execute(params))
+            places.append(place)
+        cursor = conn.cursor()
+        try:
+            # prepare=False: psycopg must never try to prepare the message itself.
+            await cursor.execute(";\n".join(parts).encode(), prepare=False)
+        except BaseException:
+            prepared.clear()  # which PREPAREs ran is unknown: start again from none
+            if not conn.closed and not conn.broken:
+                if conn.info.transaction_status == pq.TransactionStatus.INERROR:
+                    await conn.execute("ROLLBACK")
+                await conn.execute("DEALLOCATE ALL")
+            raise
+        for i, at in enumerate(places):
+            if i:
+                cursor.nextset()
+            if at is None:
+                continue
+            self._rowcounts[at] = cursor.rowcount
+            if at in self._want_rows:
+                self._rows[at] = await cursor.fetchall()

@@ -1,0 +1,101 @@
+"""worker/script.py: statements sent as one message, against a real Postgres."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import psycopg
+import pytest
+
+from queue_engine.worker.script import Prepared, Script, literal
+
+ECHO = Prepared("test_echo", "SELECT %(text)s::text, %(n)s::int, %(flag)s::boolean")
+ARRAY = Prepared("test_array", "SELECT unnest(%s::text[])")
+FAIL = Prepared("test_fail", "SELECT 1 / %(zero)s::int")
+
+AWKWARD = "quote ' double \" backslash \\ E'x' \\' {braces,comma} NULL \\N tab\t line\n é ✓ $1 %s"
+
+
+def run(conninfo: str, build: Any) -> Any:
+    async def main() -> Any:
+        conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+        try:
+            return await build(conn)
+        finally:
+            await conn.close()
+
+    return asyncio.run(main())
+
+
+def test_parameters_arrive_as_sent_and_results_keep_their_places(conninfo: str) -> None:
+    async def build(conn: psycopg.AsyncConnection) -> Any:
+        script = Script()
+        script.raw("BEGIN")
+        first = script.add(ECHO, {"text": AWKWARD, "n": -7, "flag": False}, rows=True)
+        second = script.add(ARRAY, [[AWKWARD, None, "NULL", ""]], rows=True)
+        script.raw("COMMIT")
+        again = script.add(ECHO, {"text": None, "n": 0, "flag": True}, rows=True)
+        await script.run(conn)
+        return script.rows(first), script.rows(second), script.rows(again), script.rowcount(second)
+
+    first, second, again, count = run(conninfo, build)
+
+    assert first == [(AWKWARD, -7, False)]
+    assert second == [(AWKWARD,), (None,), ("NULL",), ("",)]
+    assert again == [(None, 0, True)]
+    assert count == 4
+
+
+def test_a_failing_statement_rolls_back_its_transaction_and_the_connection_goes_on(
+    conninfo: str,
+) -> None:
+    async def build(conn: psycopg.AsyncConnection) -> Any:
+        await conn.execute("CREATE TEMP TABLE t (x int)")
+        insert = Prepared("test_insert", "INSERT INTO t VALUES (%(x)s::int)")
+        script = Script()
+        script.transaction([(insert, {"x": 1}), (FAIL, {"zero": 0})])
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            await script.run(conn)
+        status = conn.info.transaction_status
+        # The statements are prepared again on the next message (the failed one may
+        # have stopped before its PREPAREs ran, or after).
+        script = Script()
+        script.transaction([(insert, {"x": 2})])
+        echo = script.add(ECHO, {"text": "ok", "n": 1, "flag": True}, rows=True)
+        await script.run(conn)
+        cur = await conn.execute("SELECT x FROM t")
+        return status, await cur.fetchall(), script.rows(echo)
+
+    status, rows, echo = run(conninfo, build)
+
+    assert status == psycopg.pq.TransactionStatus.IDLE
+    assert rows == [(2,)]  # the failed transaction's insert is gone
+    assert echo == [("ok", 1, True)]
+
+
+def test_literals_mean_the_same_whatever_standard_conforming_strings_says(
+    conninfo: str,
+) -> None:
+    async def build(conn: psycopg.AsyncConnection) -> Any:
+        out = []
+        for setting in ("on", "off"):
+            await conn.execute(f"SET standard_conforming_strings = {setting}")
+            cur = await conn.execute(f"SELECT {literal(AWKWARD)}::text")  # type: ignore[arg-type]
+            out.append((await cur.fetchone())[0])  # type: ignore[index]
+        return out
+
+    assert run(conninfo, build) == [AWKWARD, AWKWARD]
+
+
+def test_placeholders_become_numbered_parameters() -> None:
+    named = Prepared("n", "SELECT %(a)s, %(b)s, %(a)s")
+    positional = Prepared("p", "SELECT %s, %s")
+
+    assert named.prepare == "PREPARE n AS SELECT $1, $2, $1"
+    assert named.execute({"b": 2, "a": "x"}) == "EXECUTE n('x',2)"
+    assert positional.prepare == "PREPARE p AS SELECT $1, $2"
+    with pytest.raises(ValueError, match="2 parameters, 1 given"):
+        positional.execute([1])
+    with pytest.raises(ValueError, match="literal %"):
+        Prepared("bad", "SELECT 'a%%'")
