@@ -3,12 +3,14 @@ server-binding cursor on Django's own connection for the enqueue statements."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 from django.db import connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from psycopg.conninfo import make_conninfo
 
 
@@ -17,16 +19,38 @@ def bound_cursor() -> Iterator[psycopg.Cursor[Any]]:
     """A psycopg cursor on Django's connection (so in the caller's transaction), with
     Django's error classes and broken-transaction check, that binds parameters on the
     server. Run its statements with `prepare=prepared()`."""
-    connection.ensure_connection()
-    connection.validate_no_broken_transaction()
-    raw = connection.connection
+    with connection.wrap_database_errors, psycopg.Cursor(raw_connection(connection)) as cursor:
+        yield cursor
+
+
+_raw_cursors: weakref.WeakKeyDictionary[psycopg.Connection[Any], psycopg.RawCursor[Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def raw_cursor(db: BaseDatabaseWrapper) -> psycopg.RawCursor[Any]:
+    """`bound_cursor` for statements written with $n placeholders and run with a tuple
+    of parameters (no placeholder conversion on each execute), one kept per connection:
+    the single enqueue's hot path. Run it inside `db.wrap_database_errors`."""
+    raw = raw_connection(db)
+    cursor = _raw_cursors.get(raw)
+    if cursor is None or cursor.closed:
+        cursor = _raw_cursors[raw] = psycopg.RawCursor(raw)
+    return cursor
+
+
+def raw_connection(db: BaseDatabaseWrapper) -> psycopg.Connection[Any]:
+    """Django's psycopg connection, opened, outside any broken transaction, and set to
+    prepare the statements run with prepare=True (see `prepared`)."""
+    db.ensure_connection()
+    db.validate_no_broken_transaction()
+    raw: psycopg.Connection[Any] = db.connection
     if raw.prepare_threshold is None and prepared():
         # Django opens its connections with prepare_threshold=None, and psycopg then
         # ignores prepare=True. A threshold no query reaches prepares exactly the
         # statements run with prepare=True: Django's own queries stay unprepared.
         raw.prepare_threshold = 2**31 - 1
-    with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
-        yield cursor
+    return raw
 
 
 def prepared() -> bool | None:

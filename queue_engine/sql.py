@@ -19,6 +19,25 @@ def compact(statement: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
+_NAMED = re.compile(r"%\((\w+)\)s")
+
+
+def numbered(statement: str) -> tuple[str, list[str]]:
+    """A statement with %(name)s placeholders as $n text, and the names in $n order: for
+    a server-prepared statement, or a psycopg RawCursor that skips the conversion."""
+    if "%%" in statement:
+        raise ValueError("a literal % is not supported here")
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key not in names:
+            names.append(key)
+        return f"${names.index(key) + 1}"
+
+    return _NAMED.sub(number, statement), names
+
+
 def array_literal(values: Iterable[Any]) -> str:
     """A list of ints, floats, strings and Nones as Postgres array text, for parameters a
     statement casts (`%(ids)s::bigint[]`, `%(results)s::jsonb[]`) or for COPY. psycopg's
@@ -57,6 +76,9 @@ INSERT_JOB = (
     + _INSERT_VALUES
     + "RETURNING id, state, run_at, created_at, (xmax::text <> '0') AS coalesced"
 )
+
+# INSERT_JOB for a RawCursor: $n placeholders, parameters in INSERT_JOB_PARAMS order.
+INSERT_JOB_NUMBERED, INSERT_JOB_PARAMS = numbered(INSERT_JOB)
 
 # One job unless a live job of the same kind holds the dedup key (then nothing).
 INSERT_JOB_DEDUP = (

@@ -10,6 +10,7 @@ from decimal import Decimal
 import psycopg
 import pytest
 from django.db import connection, connections, transaction
+from django.db.models import signals
 from django.test import override_settings
 from django.utils import timezone
 
@@ -166,6 +167,23 @@ def test_the_returned_job_is_the_stored_row() -> None:
     for field in Job._meta.concrete_fields:
         assert getattr(returned, field.attname) == getattr(stored, field.attname), field.name
     assert returned._state.adding is False and returned._state.db == "default"
+
+
+def test_post_init_receivers_see_the_returned_job() -> None:
+    """The returned Job skips Model.__init__ unless someone listens to its signals."""
+    seen: list[int | None] = []
+
+    def receiver(sender: type[Job], instance: Job, **kwargs: object) -> None:
+        seen.append(instance.pk)
+
+    signals.post_init.connect(receiver, sender=Job)
+    try:
+        returned = jobs.add.enqueue(a=1, b=2)
+    finally:
+        signals.post_init.disconnect(receiver, sender=Job)
+
+    assert seen == [returned.pk]
+    assert returned == Job.objects.get(pk=returned.pk) and returned.payload == {"a": 1, "b": 2}
 
 
 def prepared_inserts() -> list[str]:

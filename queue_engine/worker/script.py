@@ -15,7 +15,6 @@ Postgres array text, so nothing is lost by not binding them.
 
 from __future__ import annotations
 
-import re
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -25,27 +24,17 @@ from psycopg import pq
 
 from queue_engine import sql
 
-_NAMED = re.compile(r"%\((\w+)\)s")
-
 
 class Prepared:
     """A statement with psycopg placeholders (all `%(name)s`, or all `%s`), as `$n` text."""
 
     def __init__(self, name: str, statement: str) -> None:
-        if "%%" in statement:
-            raise ValueError(f"{name}: a literal % is not supported here")
         self.name = name
-        self.names: list[str] = []
-        if _NAMED.search(statement):
-
-            def number(match: re.Match[str]) -> str:
-                key = match.group(1)
-                if key not in self.names:
-                    self.names.append(key)
-                return f"${self.names.index(key) + 1}"
-
-            text = _NAMED.sub(number, statement)
+        if sql.numbered(statement)[1]:
+            text, self.names = sql.numbered(statement)
         else:
+            if "%%" in statement:
+                raise ValueError("a literal % is not supported here")
             parts = statement.split("%s")
             text = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], 1))
             self.names = [str(i) for i in range(len(parts) - 1)]
