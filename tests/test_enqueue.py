@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
+from typing import Any
 
 import psycopg
 import pytest
@@ -160,8 +161,17 @@ def test_debounce_behind_a_running_job_queues_a_fresh_one() -> None:
     assert held.dedup_key is None and held.meta["released_dedup_key"] == "deb-run"
 
 
-def test_the_returned_job_is_the_stored_row() -> None:
-    returned = jobs.add.using(labels=["gpu"], meta={"by": "test"}).enqueue(a=1, b=2)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},  # every other column takes its default: the four-column INSERT
+        {"labels": ["gpu"], "meta": {"by": "test"}},
+        {"priority": 3, "name": "named"},
+        {"delay": 60},
+    ],
+)
+def test_the_returned_job_is_the_stored_row(options: dict[str, Any]) -> None:
+    returned = jobs.add.using(**options).enqueue(a=1, b=2)
 
     stored = Job.objects.get(pk=returned.pk)
     for field in Job._meta.concrete_fields:
