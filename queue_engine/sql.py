@@ -318,19 +318,20 @@ DELETE FROM queue_engine_claimlog l
            (SELECT c.rate_window FROM queue_engine_queueconfig c WHERE c.name = l.queue), 0))
 """
 
-# Succeeded: move fenced rows (still running under our token) to history.
-SETTLE_SUCCEEDED = f"""
-WITH done AS (
+# Succeeded: move fenced rows (still running under our token) to history. The two
+# halves are shared with sql_flows.SETTLE_SUCCEEDED_FLOW.
+SUCCEEDED_DONE = """done AS (
     DELETE FROM queue_engine_job j
      USING unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(results)s::jsonb[])
            AS d(id, token, result)
      WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
     RETURNING j.*, d.result AS d_result
-)
+)"""
+SUCCEEDED_MOVE = f"""
 INSERT INTO queue_engine_jobrecord ({MOVED}, state, result, worker, finished_at)
 SELECT {MOVED}, 'succeeded', d_result, lease_owner, now() FROM done
-RETURNING id
-"""
+RETURNING id"""
+SETTLE_SUCCEEDED = f"WITH {SUCCEEDED_DONE}{SUCCEEDED_MOVE}\n"
 
 # Failed for good (fatal, out of attempts, or abandoned): to the dead letter,
 # with this attempt's error appended.

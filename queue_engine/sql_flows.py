@@ -1,6 +1,6 @@
 """Flow statements: submit, release dependants on settle, keep flow state true."""
 
-from queue_engine.sql import MOVED
+from queue_engine.sql import MOVED, SUCCEEDED_DONE, SUCCEEDED_MOVE
 
 INSERT_FLOW = """
 INSERT INTO queue_engine_flow (name, default_priority, meta, rerun_of)
@@ -14,26 +14,23 @@ SELECT %s, p, c, %s FROM unnest(%s::bigint[], %s::bigint[]) AS e(p, c)
 """
 
 # Succeeded flow nodes: move them to history (fenced, as SETTLE_SUCCEEDED) and
-# release their children in the same statement. Children are locked in id order
-# first, so concurrent settles of a fan-in never deadlock; a child whose last
-# parent ended becomes available.
-SETTLE_SUCCEEDED_FLOW = f"""
-WITH done AS (
-    DELETE FROM queue_engine_job j
-     USING unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(results)s::jsonb[])
-           AS d(id, token, result)
-     WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
-    RETURNING j.*, d.result AS d_result
-), moved AS (
-    INSERT INTO queue_engine_jobrecord ({MOVED}, state, result, worker, finished_at)
-    SELECT {MOVED}, 'succeeded', d_result, lease_owner, now() FROM done
-    RETURNING id
-), releasing AS (
-    SELECT e.child_id, count(*) AS n
-      FROM queue_engine_flowedge e JOIN done ON e.parent_id = done.id
+# count down their children in the same statement.
+# - A child none of whose other parents is still pending (every parent it waits for
+#   is in this settle: a chain's next node, a fan-out's children) is updated here,
+#   children locked in id order first, so that concurrent settles never deadlock;
+#   it becomes available when its count reaches zero.
+# - A child that still waits for parents settling elsewhere (a fan-in's join) gets a
+#   FlowCountdown row instead: an insert, which waits for nobody. RELEASE_COUNTED,
+#   run right after this commits, releases it once its rows add up.
+# Count down the children of the flow nodes in CTE `parents` (a column `id`).
+_COUNT_DOWN_CHILDREN = """
+releasing AS (
+    SELECT e.child_id, min(e.flow_id) AS flow_id, count(*) AS n
+      FROM queue_engine_flowedge e JOIN parents ON e.parent_id = parents.id
      GROUP BY e.child_id
 ), locked AS (
     SELECT j.id, r.n FROM queue_engine_job j JOIN releasing r ON r.child_id = j.id
+     WHERE j.pending_deps <= r.n
      ORDER BY j.id
        FOR UPDATE OF j
 ), released AS (
@@ -46,11 +43,74 @@ WITH done AS (
       FROM locked
      WHERE j.id = locked.id
     RETURNING j.queue, j.state
+), counted AS (
+    INSERT INTO queue_engine_flowcountdown (flow_id, child_id, n)
+    SELECT r.flow_id, r.child_id, r.n FROM releasing r
+     WHERE NOT EXISTS (SELECT 1 FROM locked l WHERE l.id = r.child_id)
 ), woken AS (
     SELECT pg_notify('qe_wake', queue) FROM (
         SELECT DISTINCT queue FROM released WHERE state = 'available') q
 )
+"""
+
+SETTLE_SUCCEEDED_FLOW = f"""
+WITH {SUCCEEDED_DONE}, moved AS ({SUCCEEDED_MOVE}
+), parents AS (SELECT id FROM done), {_COUNT_DOWN_CHILDREN}
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM woken)
+"""
+
+# A flow node that ctx.atomic() completed in the handler's own transaction: its
+# return value is recorded now, and only now are its children counted down (released
+# earlier, a child would have read a parent output not there yet). Recording happens
+# once (the result is NULL until then), so a retried settle counts nothing twice.
+RECORD_RESULT_FLOW = f"""
+WITH parents AS (
+    UPDATE queue_engine_jobrecord r SET result = COALESCE(d.result, 'null'::jsonb)
+      FROM unnest(%(ids)s::bigint[], %(results)s::jsonb[]) AS d(id, result)
+     WHERE r.id = d.id AND r.result IS NULL AND r.state = 'succeeded'
+    RETURNING r.id
+), {_COUNT_DOWN_CHILDREN}
+SELECT (SELECT count(*) FROM parents), (SELECT count(*) FROM woken)
+"""
+
+# After a settle with countdown rows has committed, in a statement of its own (a fresh
+# snapshot, as REFRESH_FLOWS): release the blocked children of these flows whose rows
+# add up to what they wait for, and drop those rows. Two workers settling a join's
+# last parents at once each miss the other's row inside their own transaction; the
+# release that starts last sees both. A child another release is taking is waited
+# for, then skipped (no longer blocked).
+RELEASE_COUNTED = """
+WITH sums AS (
+    SELECT c.child_id, sum(c.n) AS n FROM queue_engine_flowcountdown c
+     WHERE c.flow_id = ANY(%s::bigint[])
+     GROUP BY c.child_id
+), ready AS (
+    SELECT j.id FROM queue_engine_job j JOIN sums s ON s.child_id = j.id
+     WHERE j.state = 'blocked' AND j.pending_deps <= s.n
+     ORDER BY j.id
+       FOR UPDATE OF j
+), released AS (
+    UPDATE queue_engine_job j
+       SET pending_deps = 0, state = 'available', run_at = GREATEST(j.run_at, now())
+      FROM ready
+     WHERE j.id = ready.id
+    RETURNING j.id, j.queue
+), cleared AS (
+    DELETE FROM queue_engine_flowcountdown c USING released r WHERE c.child_id = r.id
+), woken AS (
+    SELECT pg_notify('qe_wake', queue) FROM (SELECT DISTINCT queue FROM released) q
+)
+SELECT (SELECT count(*) FROM released), (SELECT count(*) FROM woken)
+"""
+
+# The leader's net under RELEASE_COUNTED (a worker that died between its settle's
+# commit and the release) and its cleanup: rows of children that are no longer
+# blocked (cancelled, removed, released) go.
+COUNTDOWN_FLOWS = "SELECT DISTINCT flow_id FROM queue_engine_flowcountdown"
+PRUNE_COUNTDOWNS = """
+DELETE FROM queue_engine_flowcountdown c
+ WHERE NOT EXISTS (SELECT 1 FROM queue_engine_job j
+                    WHERE j.id = c.child_id AND j.state = 'blocked')
 """
 
 # A flow's state from its nodes: failed once a node is dead, cancelled once a node
@@ -127,7 +187,11 @@ RETURNING id
 """
 
 RECOUNT_FLOW_DEPENDENCIES = """
-WITH counts AS (
+WITH wiped AS (
+    -- What is left of the countdown is recounted below, in this statement's snapshot:
+    -- a settle that commits after it leaves its row, and its parent still counted.
+    DELETE FROM queue_engine_flowcountdown WHERE flow_id = %(flow)s
+), counts AS (
     SELECT j.id, count(e.parent_id) FILTER (WHERE NOT EXISTS (
                SELECT 1 FROM queue_engine_jobrecord r
                 WHERE r.id = e.parent_id AND r.state = 'succeeded')) AS pending

@@ -180,6 +180,14 @@ def atomic_writer(ctx: Any, key: str, stall: float = 0.0) -> str:
     return key
 
 
+@job(kind="tests.atomic_node", queue="flows")
+def atomic_node(ctx: Any, label: str) -> dict[str, Any]:
+    """A flow node that completes inside ctx.atomic(), then returns its output."""
+    with ctx.atomic():
+        pass
+    return {"label": label}
+
+
 @job(kind="tests.needs_gpu", labels=["gpu"])
 def needs_gpu() -> str:
     return "gpu"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from queue_engine import ops, ops_flows
 from queue_engine.flows import Flow, FlowError
 from queue_engine.models import Flow as FlowRow
-from queue_engine.models import FlowEdge, Job, JobRecord
+from queue_engine.models import FlowCountdown, FlowEdge, Job, JobRecord
 from tests import jobs
 from tests.workers import Workers, wait_for
 
@@ -101,6 +101,84 @@ def test_wide_fan_out_and_fan_in(workers: Workers) -> None:
 
     assert records(flow_id)["sum"].result == 1000
     assert FlowEdge.objects.filter(flow_id=flow_id).count() == 2000
+    # The 1,000 leaves counted the join down by countdown rows (two workers settling
+    # into one join); the release that ended them dropped every row.
+    assert not FlowCountdown.objects.exists()
+
+
+def test_requeue_recounts_a_join_some_parents_had_counted_down(
+    workers: Workers, executions: None
+) -> None:
+    flow = Flow("half-counted")
+    flow.add("good", jobs.node, label="good")
+    flow.add("bad", jobs.node, label="bad", fail=True)
+    flow.add("join", jobs.node, label="join", depends_on=["good", "bad"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows")
+    flow_state(flow_id, "failed")
+    join = Job.objects.get(flow_id=flow_id, node_key="join")
+    # "good" succeeded first or second: either way the join is still blocked, and
+    # "good" was counted by a countdown row (2 parents pending, 1 settled).
+    assert join.state == "blocked"
+    assert list(FlowCountdown.objects.values_list("child_id", "n")) == [(join.id, 1)]
+    JobRecord.objects.filter(flow_id=flow_id, node_key="bad").update(payload={"label": "fixed"})
+
+    assert ops_flows.requeue_flow(flow_id, actor="ops") == 1
+
+    flow_state(flow_id, "succeeded")
+    done = records(flow_id)
+    runs = execution_order()
+    assert [runs.count(done[k].id) for k in ("good", "bad", "join")] == [1, 2, 1]
+    assert sorted(saw(done["join"])) == ["bad", "good"]
+    assert not FlowCountdown.objects.exists()
+
+
+def test_the_leader_releases_a_join_whose_release_was_lost(workers: Workers) -> None:
+    """A worker that dies between its settle's commit and the release leaves the join
+    counted down but blocked: the leader releases it."""
+    flow = Flow("lost release")
+    flow.add("a", jobs.number, value=1)
+    flow.add("b", jobs.number, value=2)
+    flow.add("sum", jobs.sum_outputs, depends_on=["a", "b"])
+    flow_id = flow.submit()
+    parents = list(Job.objects.filter(flow_id=flow_id, node_key__in=["a", "b"]))
+    join = Job.objects.get(flow_id=flow_id, node_key="sum")
+    with connection.cursor() as cursor:  # both parents settled, nobody released the join
+        for parent in parents:
+            cursor.execute(
+                "WITH gone AS (DELETE FROM queue_engine_job WHERE id = %s RETURNING *) "
+                "INSERT INTO queue_engine_jobrecord (id, queue, kind, payload, attempt, "
+                "max_attempts, errors, labels, flow_id, node_key, meta, progress_message, "
+                "rescues, run_at, created_at, state, result, finished_at) "
+                "SELECT id, queue, kind, payload, 1, max_attempts, errors, labels, flow_id, "
+                "node_key, meta, '', 0, run_at, created_at, 'succeeded', %s::jsonb, now() "
+                "FROM gone",
+                [parent.id, str(parent.payload["value"])],
+            )
+            FlowCountdown.objects.create(flow_id=flow_id, child_id=join.id, n=1)
+    assert Job.objects.get(pk=join.id).state == "blocked"
+
+    workers.start("--queues", "flows")
+
+    flow_state(flow_id, "succeeded")
+    assert records(flow_id)["sum"].result == 3
+    assert not FlowCountdown.objects.exists()
+
+
+def test_a_node_completed_by_ctx_atomic_releases_its_children_with_its_output(
+    workers: Workers, executions: None
+) -> None:
+    flow = Flow("atomic")
+    flow.add("first", jobs.atomic_node, label="first")
+    flow.add("second", jobs.atomic_node, label="second")
+    flow.add("after", jobs.node, label="after", depends_on=["first", "second"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows")
+
+    flow_state(flow_id, "succeeded")
+    done = records(flow_id)
+    assert done["first"].result == {"label": "first"}
+    assert saw(done["after"]) == ["first", "second"]
 
 
 def test_node_priority_and_flow_default(workers: Workers, executions: None) -> None:

@@ -56,3 +56,30 @@ class FlowEdge(models.Model):
 
     def __str__(self) -> str:
         return f"{self.parent_id} -> {self.child_id}"
+
+
+class FlowCountdown(models.Model):
+    """Parents of `child_id` that succeeded, `n` at a time, not yet counted into its row.
+
+    A child with parents still running elsewhere (a fan-in's join, a diamond's tip) is
+    counted down by inserting a row here instead of updating the child: 10,000 children
+    settling into one join no longer queue for that one row's lock. The settle's own
+    transaction inserts the row; right after it commits, the same worker releases every
+    blocked child whose rows here add up to its pending_deps (sql_flows.RELEASE_COUNTED),
+    and the leader does the same every second for a release lost to a crash.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    flow_id = models.BigIntegerField()
+    child_id = models.BigIntegerField()
+    n = models.IntegerField()
+
+    class Meta:
+        db_table = "queue_engine_flowcountdown"
+        indexes = [
+            models.Index(fields=["flow_id", "child_id"], name="qe_countdown_flow"),
+            models.Index(fields=["child_id"], name="qe_countdown_child"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.child_id} -{self.n}"

@@ -69,6 +69,7 @@ class Leader:
         if now - self._last_rescue >= RESCUE_INTERVAL:
             self._last_rescue = now
             await self._rescue(conn)
+            await self._release_counted(conn)
         if now - self._last_sweep >= SWEEP_INTERVAL:
             self._last_sweep = now
             await conn.execute(sql.SWEEP_STALE_WORKERS, [STALE_WORKER_AFTER])
@@ -120,6 +121,19 @@ class Leader:
                 if what == "revived"
                 else "dead-lettered (rescued too often or out of attempts)",
             )
+
+    async def _release_counted(self, conn: psycopg.AsyncConnection) -> None:
+        """Release fan-in children a worker counted down but died before releasing
+        (see sql_flows.RELEASE_COUNTED), and drop countdown rows nobody needs."""
+        cur = await conn.execute(sql_flows.COUNTDOWN_FLOWS)
+        flows = [row[0] for row in await cur.fetchall()]
+        if flows:
+            cur = await conn.execute(sql_flows.RELEASE_COUNTED, [flows])
+            row = await cur.fetchone()
+            if row and row[0]:
+                log.info("released %d flow node(s) whose parents had all succeeded", row[0])
+                await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
+            await conn.execute(sql_flows.PRUNE_COUNTDOWNS)
 
     async def close(self) -> None:
         await self.connection.close()

@@ -41,7 +41,9 @@ SETTLE_RETRY = Prepared("qe_settle_retry", sql.SETTLE_RETRY)
 SETTLE_SNOOZED = Prepared("qe_settle_snoozed", sql.SETTLE_SNOOZED)
 RELEASE = Prepared("qe_release", sql.RELEASE)
 RECORD_RESULT = Prepared("qe_record_result", sql.RECORD_RESULT)
+RECORD_RESULT_FLOW = Prepared("qe_record_result_flow", sql_flows.RECORD_RESULT_FLOW)
 REFRESH_FLOWS = Prepared("qe_refresh_flows", sql_flows.REFRESH_FLOWS)
+RELEASE_COUNTED = Prepared("qe_release_counted", sql_flows.RELEASE_COUNTED)
 NOTIFY_QUEUES = Prepared("qe_notify_queues", sql.NOTIFY_QUEUES)
 
 
@@ -331,6 +333,7 @@ class Worker:
                 # live inside their transactions, and neither would end the flow.
                 # The refresh that starts last sees both commits.
                 script.add(REFRESH_FLOWS, [flows])
+                script.add(RELEASE_COUNTED, [flows])
             place = None
             if want:
                 script.raw("BEGIN")
@@ -588,7 +591,7 @@ class SettleBatch:
         return sorted(
             {
                 o.execution.flow_id
-                for o in self.succeeded + self.failed
+                for o in self.succeeded + self.failed + self.results
                 if o.execution.flow_id is not None
             }
         )
@@ -598,8 +601,11 @@ class SettleBatch:
         batch = cls()
         for outcome in sorted(outcomes, key=lambda o: o.execution.job_id):
             if outcome.kind == "dropped":
-                if outcome.execution.completed_in_transaction and outcome.result is not None:
-                    batch.results.append(outcome)
+                execution = outcome.execution
+                if execution.completed_in_transaction and (
+                    outcome.result is not None or execution.flow_id is not None
+                ):
+                    batch.results.append(outcome)  # a flow node's children wait for it
                 continue
             getattr(batch, outcome.kind).append(outcome)
         return batch
@@ -687,18 +693,16 @@ class SettleBatch:
             )
         if self.released:
             statements.append(("released", RELEASE, self.released, ids_tokens(self.released)))
-        if self.results:
-            statements.append(
-                (
-                    "results",
-                    RECORD_RESULT,
-                    self.results,
-                    {
-                        "ids": [o.execution.job_id for o in self.results],
-                        "results": [o.result for o in self.results],
-                    },
-                )
-            )
+        for statement, items in (
+            (RECORD_RESULT, [o for o in self.results if o.execution.flow_id is None]),
+            (RECORD_RESULT_FLOW, [o for o in self.results if o.execution.flow_id is not None]),
+        ):
+            if items:
+                params = {
+                    "ids": [o.execution.job_id for o in items],
+                    "results": [o.result for o in items],
+                }
+                statements.append(("results", statement, items, params))
         for name, statement, items, params in statements:
             self.places.append((name, len(items), script.add(statement, params)))
         if self.flows:
