@@ -16,9 +16,9 @@ SELECT %s, p, c, %s FROM unnest(%s::bigint[], %s::bigint[]) AS e(p, c)
 # Succeeded flow nodes: move them to history (fenced, as SETTLE_SUCCEEDED) and
 # count down their children in the same statement.
 # - A child none of whose other parents is still pending (every parent it waits for
-#   is in this settle: a chain's next node, a fan-out's children) is updated here,
-#   children locked in id order first, so that concurrent settles never deadlock;
-#   it becomes available when its count reaches zero.
+#   is in this settle: a chain's next node, a fan-out's children) is updated here;
+#   it becomes available when its count reaches zero. No other settle touches it, so
+#   it is not locked first (10,000 children of a fan-out: 215 ms with the lock pass).
 # - A child that still waits for parents settling elsewhere (a fan-in's join) gets a
 #   FlowCountdown row instead: an insert, which waits for nobody. RELEASE_COUNTED,
 #   run right after this commits, releases it once its rows add up.
@@ -28,25 +28,23 @@ releasing AS (
     SELECT e.child_id, min(e.flow_id) AS flow_id, count(*) AS n
       FROM queue_engine_flowedge e JOIN parents ON e.parent_id = parents.id
      GROUP BY e.child_id
-), locked AS (
-    SELECT j.id, r.n FROM queue_engine_job j JOIN releasing r ON r.child_id = j.id
-     WHERE j.pending_deps <= r.n
-     ORDER BY j.id
-       FOR UPDATE OF j
 ), released AS (
+    -- No lock taken first: nothing else counts these children down (every parent
+    -- they still wait for is in this settle). A child whose count grew meanwhile (a
+    -- dynamic join) fails the re-checked condition and is counted by a row instead.
     UPDATE queue_engine_job j
-       SET pending_deps = j.pending_deps - locked.n,
-           state = CASE WHEN j.state = 'blocked' AND j.pending_deps - locked.n <= 0
+       SET pending_deps = j.pending_deps - r.n,
+           state = CASE WHEN j.state = 'blocked' AND j.pending_deps - r.n <= 0
                         THEN 'available' ELSE j.state END,
-           run_at = CASE WHEN j.state = 'blocked' AND j.pending_deps - locked.n <= 0
+           run_at = CASE WHEN j.state = 'blocked' AND j.pending_deps - r.n <= 0
                          THEN GREATEST(j.run_at, now()) ELSE j.run_at END
-      FROM locked
-     WHERE j.id = locked.id
-    RETURNING j.queue, j.state
+      FROM releasing r
+     WHERE j.id = r.child_id AND j.pending_deps <= r.n
+    RETURNING j.id, j.queue, j.state
 ), counted AS (
     INSERT INTO queue_engine_flowcountdown (flow_id, child_id, n)
     SELECT r.flow_id, r.child_id, r.n FROM releasing r
-     WHERE NOT EXISTS (SELECT 1 FROM locked l WHERE l.id = r.child_id)
+     WHERE NOT EXISTS (SELECT 1 FROM released l WHERE l.id = r.child_id)
 ), woken AS (
     SELECT pg_notify('qe_wake', queue) FROM (
         SELECT DISTINCT queue FROM released WHERE state = 'available') q
