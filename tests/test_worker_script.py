@@ -11,6 +11,7 @@ import pytest
 from queue_engine.worker.script import Prepared, Script, literal
 
 ECHO = Prepared("test_echo", "SELECT %(text)s::text, %(n)s::int, %(flag)s::boolean")
+FLOATS = Prepared("test_floats", "SELECT %s::float8, %s::float8, %s::float8[]")
 ARRAY = Prepared("test_array", "SELECT unnest(%s::text[])")
 FAIL = Prepared("test_fail", "SELECT 1 / %(zero)s::int")
 
@@ -36,15 +37,25 @@ def test_parameters_arrive_as_sent_and_results_keep_their_places(conninfo: str) 
         second = script.add(ARRAY, [[AWKWARD, None, "NULL", ""]], rows=True)
         script.raw("COMMIT")
         again = script.add(ECHO, {"text": None, "n": 0, "flag": True}, rows=True)
+        floats = script.add(FLOATS, [0.25, float("inf"), [1.5, float("nan"), None]], rows=True)
         await script.run(conn)
-        return script.rows(first), script.rows(second), script.rows(again), script.rowcount(second)
+        return (
+            script.rows(first),
+            script.rows(second),
+            script.rows(again),
+            script.rowcount(second),
+            script.rows(floats),
+        )
 
-    first, second, again, count = run(conninfo, build)
+    first, second, again, count, floats = run(conninfo, build)
 
     assert first == [(AWKWARD, -7, False)]
     assert second == [(AWKWARD,), (None,), ("NULL",), ("",)]
     assert again == [(None, 0, True)]
     assert count == 4
+    ((small, infinite, array),) = floats
+    assert (small, infinite) == (0.25, float("inf"))
+    assert array[0] == 1.5 and array[1] != array[1] and array[2] is None  # nan != nan
 
 
 def test_a_failing_statement_rolls_back_its_transaction_and_the_connection_goes_on(

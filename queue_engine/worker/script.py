@@ -5,7 +5,8 @@ statement cost a turn of the event loop, and so did the COMMIT: a claim that too
 capped queue's lock, or a settle that counted down a fan-in's join, held it until the
 loop came round to send the COMMIT, while every other claimer waited. As one simple-query
 message, `BEGIN; ...; COMMIT` runs and commits at the server's own pace: a lock lives
-exactly as long as the statements that need it.
+as long as Postgres takes to run the statements that need it and to commit, never
+across a trip to this process.
 
 The statements stay prepared: the message runs `EXECUTE name(literal, ...)` of statements
 this connection has prepared (the first message of a connection carries the `PREPARE`).
@@ -30,9 +31,8 @@ class Prepared:
 
     def __init__(self, name: str, statement: str) -> None:
         self.name = name
-        if sql.numbered(statement)[1]:
-            text, self.names = sql.numbered(statement)
-        else:
+        text, self.names = sql.numbered(statement)
+        if not self.names:
             if "%%" in statement:
                 raise ValueError("a literal % is not supported here")
             parts = statement.split("%s")
@@ -59,8 +59,10 @@ def literal(value: Any) -> str:
         return "true"
     if value is False:
         return "false"
-    if type(value) is int or type(value) is float:
+    if type(value) is int:
         return repr(value)
+    if type(value) is float:
+        return f"'{value!r}'"  # quoted: nan and inf are only valid as strings
     if isinstance(value, list | tuple):
         value = sql.array_literal(value)
     text = str(value)
