@@ -31,8 +31,8 @@ log = logging.getLogger("queue_engine.worker")
 MAX_EVENT_IDS = 200  # ids per console hint; NOTIFY payloads stay far below 8000 bytes
 LANES = 2
 
-CLAIM = Prepared("qe_claim", sql.CLAIM)
 # The hot statements, prepared once per connection (see worker/script.py).
+CLAIM = Prepared("qe_claim", sql.CLAIM)
 PROGRESS = Prepared("qe_progress", sql.PROGRESS)
 SETTLE_SUCCEEDED = Prepared("qe_settle_succeeded", sql.SETTLE_SUCCEEDED)
 SETTLE_SUCCEEDED_FLOW = Prepared("qe_settle_succeeded_flow", sql_flows.SETTLE_SUCCEEDED_FLOW)
