@@ -134,40 +134,12 @@ class Row:
         )
 
     def values(self) -> tuple[Any, ...]:
-        """`params()` in sql.INSERT_JOB_PARAMS order."""
-        decided = self.decided
-        return (
-            decided.queue,
-            self.kind,
-            self.name,
-            decided.priority,
-            self.payload,
-            decided.max_attempts,
-            decided.backoff,
-            self.dedup_key,
-            self.group_key,
-            decided.labels,
-            self.meta,
-            decided.run_at,
-            decided.delay,
-        )
+        """INSERT_JOB's parameters, in its $n order (sql.INSERT_JOB_PARAMS)."""
+        return tuple(getattr(self, name) for name in sql.INSERT_JOB_PARAMS)
 
     def params(self) -> dict[str, Any]:
-        return {
-            "queue": self.queue,
-            "kind": self.kind,
-            "name": self.name,
-            "priority": self.priority,
-            "payload": self.payload,
-            "max_attempts": self.max_attempts,
-            "backoff": self.backoff,
-            "dedup_key": self.dedup_key,
-            "group_key": self.group_key,
-            "labels": self.labels,
-            "meta": self.meta,
-            "run_at": self.run_at,
-            "delay": self.delay,
-        }
+        """INSERT_JOB's parameters by name (also those of its dedup variants)."""
+        return {name: getattr(self, name) for name in sql.INSERT_JOB_PARAMS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,22 +364,13 @@ def _insert(row: Row, *, debounce: bool) -> Job:
         raw = raw_cursor(db)
         with db.wrap_database_errors:
             if row.plain:
-                decided = row.decided
-                values = (decided.queue, row.kind, row.payload, decided.max_attempts)
+                values = (row.queue, row.kind, row.payload, row.max_attempts)
                 raw.execute(sql.INSERT_PLAIN_JOB, values, prepare=use_prepared)
-                plain = raw.fetchone()
-                assert plain is not None
-                inserted: tuple[Any, ...] | None = (
-                    plain[0],
-                    "available",
-                    plain[1],
-                    plain[1],
-                    False,
-                )
+                job_id, created_at = raw.fetchone() or (None, None)
+                inserted: tuple[Any, ...] = (job_id, "available", created_at, created_at, False)
             else:
                 raw.execute(sql.INSERT_JOB_NUMBERED, row.values(), prepare=use_prepared)
-                inserted = raw.fetchone()
-        assert inserted is not None  # INSERT .. RETURNING without a conflict clause
+                inserted = raw.fetchone() or ()  # INSERT .. RETURNING: always a row
         return _job(row, inserted, deduplicated=False)
     params = row.params()
     with transaction.atomic(), bound_cursor() as cursor:

@@ -8,15 +8,9 @@ from collections.abc import Iterable
 from typing import Any
 
 # psycopg parses a query's %(name)s placeholders once and caches the result, but only
-# for texts of up to 4,096 bytes: a longer one is parsed again on every execute.
+# for texts of up to 4,096 bytes: a longer one is parsed again on every execute. (The
+# worker's statements are prepared by name instead: see worker/script.py.)
 CACHEABLE_BYTES = 4096
-
-
-def compact(statement: str) -> str:
-    """The statement without its -- comments and indentation, for long hot statements
-    that must stay under CACHEABLE_BYTES (no string literal here contains ' --')."""
-    lines = (re.sub(r"\s+--\s.*$|^\s*--.*$", "", line).strip() for line in statement.splitlines())
-    return "\n".join(line for line in lines if line)
 
 
 _NAMED = re.compile(r"%\((\w+)\)s")
@@ -208,7 +202,7 @@ CLAIM_SETTINGS = (
 #   running jobs with a fresh snapshot; a key another claimer is deciding on gets no
 #   room, so busy claimers take other keys' work instead of waiting.
 # - The labels test is written so the planner sees that most jobs require none.
-CLAIM = compact("""
+CLAIM = """
 WITH configs AS (
     SELECT c.* FROM queue_engine_queueconfig c
      WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
@@ -294,7 +288,7 @@ WITH configs AS (
      GROUP BY claimed.queue
 )
 SELECT * FROM claimed
-""")
+"""
 
 # After a lost connection: the rows a claim with this token took if its commit
 # went through unseen, so they run now instead of waiting for their lease.

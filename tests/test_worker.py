@@ -98,12 +98,12 @@ def test_fatal_errors_skip_the_remaining_attempts(workers: Workers, definition) 
 
 
 def test_the_enqueue_statements_stay_in_psycopgs_query_cache() -> None:
-    """A statement longer than psycopg caches is parsed again on every execute. (The
-    worker's statements are prepared by name and run as EXECUTE: see worker/script.py.)"""
+    """A statement longer than psycopg caches is parsed again on every execute. (INSERT_JOB
+    runs numbered on a RawCursor, the worker's statements as EXECUTE of prepared ones.)"""
     from psycopg import _queries
 
     assert sql.CACHEABLE_BYTES == _queries.MAX_CACHED_STATEMENT_LENGTH
-    for name in ("INSERT_JOB", "INSERT_JOB_DEDUP", "UPSERT_JOB_DEBOUNCED"):
+    for name in ("INSERT_JOB_DEDUP", "UPSERT_JOB_DEBOUNCED"):
         assert len(getattr(sql, name).encode()) <= sql.CACHEABLE_BYTES, name
 
 

@@ -10,7 +10,10 @@ import pytest
 
 from queue_engine.worker.script import Prepared, Script, literal
 
-ECHO = Prepared("test_echo", "SELECT %(text)s::text, %(n)s::int, %(flag)s::boolean")
+ECHO = Prepared(
+    "test_echo",
+    "SELECT %(text)s::text, %(n)s::int, %(flag)s::boolean\n-- a last line that is a comment",
+)
 FLOATS = Prepared("test_floats", "SELECT %s::float8, %s::float8, %s::float8[]")
 ARRAY = Prepared("test_array", "SELECT unnest(%s::text[])")
 FAIL = Prepared("test_fail", "SELECT 1 / %(zero)s::int")
@@ -65,14 +68,19 @@ def test_a_failing_statement_rolls_back_its_transaction_and_the_connection_goes_
         await conn.execute("CREATE TEMP TABLE t (x int)")
         insert = Prepared("test_insert", "INSERT INTO t VALUES (%(x)s::int)")
         script = Script()
-        script.transaction([(insert, {"x": 1}), (FAIL, {"zero": 0})])
+        script.raw("BEGIN")
+        script.add(insert, {"x": 1})
+        script.add(FAIL, {"zero": 0})
+        script.raw("COMMIT")
         with pytest.raises(psycopg.errors.DivisionByZero):
             await script.run(conn)
         status = conn.info.transaction_status
         # The statements are prepared again on the next message (the failed one may
         # have stopped before its PREPAREs ran, or after).
         script = Script()
-        script.transaction([(insert, {"x": 2})])
+        script.raw("BEGIN")
+        script.add(insert, {"x": 2})
+        script.raw("COMMIT")
         echo = script.add(ECHO, {"text": "ok", "n": 1, "flag": True}, rows=True)
         await script.run(conn)
         cur = await conn.execute("SELECT x FROM t")

@@ -306,6 +306,7 @@ class Worker:
 
         tries = 0
         flows = batch.flows
+        sent: list[Script] = []  # the message that went through (the last try's)
 
         async def action(conn: psycopg.AsyncConnection) -> list[tuple[Any, ...]]:
             nonlocal tries
@@ -341,8 +342,8 @@ class Worker:
                     script.raw(setting)
                 place = script.add(CLAIM, claim, rows=True)
                 script.raw("COMMIT")
-            batch.script = script
             await script.run(conn)
+            sent.append(script)
             return script.rows(place) if place is not None else []
 
         try:
@@ -350,7 +351,8 @@ class Worker:
         except psycopg.Error:
             log.exception("settle and claim failed; the jobs will be rescued after their lease")
             return [], token
-        batch.report(log)
+        if sent:
+            batch.report(log, sent[-1])
         hints = batch.hints()
         if hints:
             self.hints.extend(hints)
@@ -571,7 +573,6 @@ class SettleBatch:
     results: list[Outcome] = field(default_factory=list)
     progress: dict[int, tuple[int, float, str]] = field(default_factory=dict)
     places: list[tuple[str, int, int]] = field(default_factory=list)  # name, sent, place
-    script: Script | None = None
 
     def __bool__(self) -> bool:
         """Whether there is anything to settle."""
@@ -733,12 +734,10 @@ class SettleBatch:
             for i in range(0, len(ids), MAX_EVENT_IDS)
         ]
 
-    def report(self, logger: logging.Logger) -> None:
+    def report(self, logger: logging.Logger, script: Script) -> None:
         stale: dict[str, int] = defaultdict(int)
-        if self.script is None:
-            return
         for name, sent, place in self.places:
-            rowcount = self.script.rowcount(place)
+            rowcount = script.rowcount(place)
             if name not in ("results", "flow", "progress") and 0 <= rowcount < sent:
                 stale[name] += sent - rowcount
         for name, count in stale.items():

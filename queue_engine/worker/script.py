@@ -17,7 +17,7 @@ Postgres array text, so nothing is lost by not binding them.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -87,9 +87,6 @@ class Script:
         self._rows: dict[int, list[tuple[Any, ...]]] = {}
         self._want_rows: set[int] = set()
 
-    def __bool__(self) -> bool:
-        return bool(self._steps)
-
     def raw(self, statement: str) -> int:
         self._steps.append(statement)
         return len(self._steps) - 1
@@ -102,12 +99,6 @@ class Script:
         if rows:
             self._want_rows.add(place)
         return place
-
-    def transaction(self, statements: Iterable[tuple[Prepared, Any]]) -> list[int]:
-        self.raw("BEGIN")
-        places = [self.add(statement, params) for statement, params in statements]
-        self.raw("COMMIT")
-        return places
 
     def rowcount(self, place: int) -> int:
         return self._rowcounts[place]
@@ -132,8 +123,9 @@ class Script:
             places.append(place)
         cursor = conn.cursor()
         try:
+            # Each ; on a line of its own: a statement's last line may be a -- comment.
             # prepare=False: psycopg must never try to prepare the message itself.
-            await cursor.execute(";\n".join(parts).encode(), prepare=False)
+            await cursor.execute("\n;\n".join(parts).encode(), prepare=False)
         except BaseException:
             prepared.clear()  # which PREPAREs ran is unknown: start again from none
             if not conn.closed and not conn.broken:
