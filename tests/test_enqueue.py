@@ -356,6 +356,26 @@ def test_oversized_payload_is_refused() -> None:
         jobs.noop.enqueue(blob="x" * 1000)
 
 
+def test_plain_enqueue_follows_changed_settings() -> None:
+    """A definition without overrides checks its options once, until the settings change."""
+    first = jobs.noop.enqueue(blob="x" * 200)
+
+    small = override_settings(QUEUE_ENGINE={"MAX_PAYLOAD_BYTES": 100})
+    with small, pytest.raises(EnqueueError, match=r"is 2\d\d bytes of JSON, over the limit of 100"):
+        jobs.noop.enqueue(blob="x" * 200)
+    locked = override_settings(
+        QUEUE_ENGINE={"QUEUES": {"other": {}}, "ALLOW_UNDECLARED_QUEUES": False}
+    )
+    with locked, pytest.raises(EnqueueError, match=r"queue 'default' is not declared"):
+        jobs.noop.enqueue()
+    again = jobs.noop.enqueue(blob="x" * 200)
+
+    assert list(Job.objects.filter(kind=jobs.noop.kind).values_list("id", flat=True)) == [
+        first.id,
+        again.id,
+    ]
+
+
 def test_unknown_kind_is_refused_with_a_hint() -> None:
     with pytest.raises(UnknownKindError, match=r"'billing.nope'.*JOB_MODULES"):
         enqueue(JobSpec(kind="billing.nope"))
