@@ -193,14 +193,19 @@ CLAIM_SETTINGS = (
 # then run time, then id), and lease them for the queue's lock duration.
 # - Each queue is read through the claim index; SKIP LOCKED lets claimers take
 #   disjoint rows without waiting.
-# - `room` is what a queue may start now: its fleet-wide cap minus running jobs,
-#   and its rate limit minus starts in the window, counted by
-#   queue_engine_queue_room() (migration 0011) under the queue's advisory lock, so
-#   that claimers of a capped queue take turns and each counts the others' claims.
-# - Group (per-key) caps: queue_engine_group_rooms() (migration 0011), called once
-#   with every key among the candidates, try-locks each key and then counts its
-#   running jobs with a fresh snapshot; a key another claimer is deciding on gets no
-#   room, so busy claimers take other keys' work instead of waiting.
+# - A limited queue's room (its fleet-wide cap minus running jobs, its rate limit
+#   minus starts in the window) is guessed first without a lock, to bound how many
+#   candidates are read and row-locked. Then, with the candidates read and ranked,
+#   the queue's advisory lock is taken and the room counted again under it
+#   (queue_engine_queue_room(), migration 0011, in `locked`): claimers of a limited
+#   queue take turns only for the group count, the pick and the UPDATE, and each
+#   counts the others' committed claims.
+# - Group (per-key) caps: queue_engine_group_rooms() (migration 0015), called once
+#   with every key among the candidates, counts each key's running jobs with a fresh
+#   snapshot. For a limited queue it takes the queue's lock first (re-entrant: the
+#   later queue_engine_queue_room() call does not wait again). For any other queue it
+#   try-locks each key: a key another claimer is deciding on gets no room, so busy
+#   claimers take other keys' work instead of waiting.
 # - The labels test is written so the planner sees that most jobs require none.
 CLAIM = """
 WITH configs AS (
@@ -208,26 +213,35 @@ WITH configs AS (
      WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
      ORDER BY c.name  -- capped queues are locked in name order: no deadlock
 ), q AS (
-    SELECT c.name, c.lock_duration, c.group_concurrency, c.rate_limit,
+    SELECT c.name, c.lock_duration, c.group_concurrency, c.rate_limit, c.max_concurrency,
+           c.rate_window,
            (c.group_concurrency IS NOT NULL OR EXISTS (
                 SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name)) AS grouped,
-           CASE WHEN c.max_concurrency IS NULL AND c.rate_limit IS NULL THEN %(limit)s
-                ELSE queue_engine_queue_room(c.name, %(limit)s::int, c.max_concurrency,
-                                             c.rate_limit, c.rate_window)
-           END AS room
+           (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL) AS limited,
+           -- Without the queue's lock: how many candidates are worth reading and locking.
+           GREATEST(LEAST(
+               %(limit)s,
+               CASE WHEN c.max_concurrency IS NOT NULL THEN c.max_concurrency - (
+                   SELECT count(*) FROM queue_engine_job r
+                    WHERE r.state = 'running' AND r.queue = c.name) END,
+               CASE WHEN c.rate_limit IS NOT NULL THEN c.rate_limit - (
+                   SELECT COALESCE(sum(l.count), 0) FROM queue_engine_claimlog l
+                    WHERE l.queue = c.name
+                      AND l.at > now() - make_interval(secs => c.rate_window)) END
+           ), 0) AS room_guess
       FROM configs c
 ), candidates AS (
-    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.room
+    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.limited, q.room_guess
       FROM q CROSS JOIN LATERAL (
             SELECT id, queue, group_key, priority, run_at
               FROM queue_engine_job
              WHERE state = 'available' AND queue = q.name AND run_at <= now()
                AND (labels = '{}' OR labels <@ %(labels)s::varchar[])
              ORDER BY priority DESC, run_at, id
-             LIMIT CASE WHEN q.grouped THEN q.room * 2 ELSE q.room END
+             LIMIT CASE WHEN q.grouped THEN q.room_guess * 2 ELSE q.room_guess END
                FOR UPDATE SKIP LOCKED
            ) j
-     WHERE q.room > 0
+     WHERE q.room_guess > 0
 ), ranked AS (
     SELECT c.*,
            row_number() OVER (PARTITION BY c.queue, c.group_key
@@ -235,12 +249,14 @@ WITH configs AS (
       FROM candidates c
 ), keys AS (
     SELECT array_agg(queue) AS queues, array_agg(group_key) AS keys,
-           array_agg(group_concurrency) AS defaults
+           array_agg(group_concurrency) AS defaults,
+           (SELECT array_agg(DISTINCT c.queue) FROM candidates c WHERE c.limited) AS locked
       FROM (SELECT DISTINCT queue, group_key, group_concurrency FROM candidates
              WHERE grouped AND group_key IS NOT NULL) d
 ), rooms AS (
     SELECT g.* FROM keys k
-     CROSS JOIN LATERAL queue_engine_group_rooms(k.queues, k.keys, k.defaults) g
+     CROSS JOIN LATERAL queue_engine_group_rooms(k.queues, k.keys, k.defaults,
+                                                 COALESCE(k.locked, '{}')) g
      WHERE k.queues IS NOT NULL
 ), eligible AS (
     SELECT r.*,
@@ -249,10 +265,20 @@ WITH configs AS (
       FROM ranked r
       LEFT JOIN rooms g ON g.queue = r.queue AND g.group_key = r.group_key
      WHERE NOT r.grouped OR r.group_key IS NULL OR r.nth_in_group <= g.room
+), locked AS (
+    -- A limited queue's room, counted under its lock; taken only now, with the
+    -- candidates read and ranked (the first eligible row needs all of its queue's), so
+    -- that claimers of a capped queue wait for each other only for the pick and the
+    -- UPDATE.
+    SELECT q.name, queue_engine_queue_room(q.name, %(limit)s::int, q.max_concurrency,
+                                           q.rate_limit, q.rate_window) AS room
+      FROM q
+     WHERE q.limited AND EXISTS (SELECT 1 FROM eligible e WHERE e.queue = q.name)
 ), picked AS (
-    SELECT id FROM eligible
-     WHERE nth_in_queue <= room
-     ORDER BY priority DESC, run_at, id
+    SELECT e.id FROM eligible e
+      LEFT JOIN locked l ON l.name = e.queue
+     WHERE e.nth_in_queue <= COALESCE(l.room, e.room_guess)
+     ORDER BY e.priority DESC, e.run_at, e.id
      LIMIT %(limit)s
 ), claimed AS (
     -- started_at is clock_timestamp(), not now(): this claim may share a transaction

@@ -87,10 +87,15 @@ def test_rate_limit_holds_over_its_window(workers: Workers, executions: None) ->
     assert (starts[-1] - starts[0]).total_seconds() >= 4
 
 
+# With a queue cap too, claimers of the queue take turns under its lock and count the
+# keys without try-locks (migration 0015): the caps must hold the same.
+@pytest.mark.parametrize("queue_cap", [None, 50], ids=["keys-only", "queue-capped-too"])
 def test_group_caps_hold_fleet_wide_while_other_keys_flow(
-    workers: Workers, executions: None, conninfo: str
+    workers: Workers, executions: None, conninfo: str, queue_cap: int | None
 ) -> None:
-    QueueConfig.objects.update_or_create(name="grouped", defaults={"group_concurrency": 1})
+    QueueConfig.objects.update_or_create(
+        name="grouped", defaults={"group_concurrency": 1, "max_concurrency": queue_cap}
+    )
     GroupLimit.objects.create(queue="grouped", group_key="wide", max_concurrency=3)
     calls = [{"key": "busy", "pause": 0.3}] * 8 + [{"key": "wide", "pause": 0.3}] * 9
     calls += [{"key": f"k{i}", "pause": 0.05} for i in range(20)]

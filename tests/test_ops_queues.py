@@ -302,7 +302,8 @@ def test_the_claim_reads_group_limits_as_set_group_limit_writes_them() -> None:
     def room(key: str) -> int:
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT room FROM queue_engine_group_rooms(%s, %s, %s)", [["emails"], [key], [7]]
+                "SELECT room FROM queue_engine_group_rooms(%s, %s, %s, %s)",
+                [["emails"], [key], [7], []],
             )
             return cursor.fetchone()[0]
 
