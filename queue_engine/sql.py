@@ -183,10 +183,15 @@ MOVED = (
 # - no bitmap scans: with statistics taken while a queue held few available jobs (a
 #   fan-out's children still blocked, say) the planner reads the whole claim index
 #   into a bitmap and sorts it, every claim, instead of walking it in order to the
-#   LIMIT. 100 of 10,000 released children: 6.5 ms with the bitmap, under 4 without.
+#   LIMIT. 100 of 10,000 released children: 6.5 ms with the bitmap, under 4 without;
+# - no sequential scans where an index serves: the generic plan is made once per
+#   connection, and one made while queue_engine_flowedge was empty (a worker started
+#   before the first flow) read every edge for every flow node it claimed, for the
+#   life of the connection. Seen in the flow_fanout benchmark's logged plans.
 CLAIM_SETTINGS = (
     "SET LOCAL plan_cache_mode = force_generic_plan",
     "SET LOCAL enable_bitmapscan = off",
+    "SET LOCAL enable_seqscan = off",
 )
 
 # Claim up to %(limit)s runnable jobs from unpaused queues, best first (priority,

@@ -8,6 +8,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from queue_engine import sql
 from queue_engine.worker.script import Prepared, Script, literal
 
 ECHO = Prepared(
@@ -118,3 +119,33 @@ def test_placeholders_become_numbered_parameters() -> None:
         positional.execute([1])
     with pytest.raises(ValueError, match="literal %"):
         Prepared("bad", "SELECT 'a%%'")
+
+
+def test_the_claim_reads_flow_edges_by_index_when_planned_on_an_empty_edge_table(
+    conninfo: str,
+) -> None:
+    """The claim's generic plan lives as long as the worker's connection: one made before
+    the first flow must still look a claimed node's parents up by index, not read every
+    edge for every node (sql.CLAIM_SETTINGS)."""
+    claim = Prepared("test_claim", sql.CLAIM)
+    params = {
+        "all_queues": True,
+        "queues": [],
+        "labels": [],
+        "limit": 10,
+        "worker": "w",
+        "token": 1,
+    }
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("ANALYZE queue_engine_flowedge")
+        assert conn.execute("SELECT count(*) FROM queue_engine_flowedge").fetchone() == (0,)
+        with conn.transaction(force_rollback=True):
+            for setting in sql.CLAIM_SETTINGS:
+                conn.execute(setting)
+            conn.execute(claim.prepare)
+            plan = "\n".join(
+                row[0] for row in conn.execute("EXPLAIN " + claim.execute(params)).fetchall()
+            )
+
+    assert "Seq Scan on queue_engine_flowedge" not in plan, plan
+    assert "qe_edge_child" in plan, plan
