@@ -14,7 +14,8 @@ SELECT %s, p, c, %s FROM unnest(%s::bigint[], %s::bigint[]) AS e(p, c)
 """
 
 # Succeeded flow nodes: move them to history (fenced, as SETTLE_SUCCEEDED) and
-# count down their children in the same statement.
+# count down their children in the same statement. Nobody is woken here: the worker's
+# message claims next, and only then wakes the others for what it left (sql.WAKE_LEFT).
 # - A child none of whose other parents is still pending (every parent it waits for
 #   is in this settle: a chain's next node, a fan-out's children) is updated here;
 #   it becomes available when its count reaches zero. No other settle touches it, so
@@ -45,16 +46,13 @@ releasing AS (
     INSERT INTO queue_engine_flowcountdown (flow_id, child_id, n)
     SELECT r.flow_id, r.child_id, r.n FROM releasing r
      WHERE NOT EXISTS (SELECT 1 FROM released l WHERE l.id = r.child_id)
-), woken AS (
-    SELECT pg_notify('qe_wake', queue) FROM (
-        SELECT DISTINCT queue FROM released WHERE state = 'available') q
 )
 """
 
 SETTLE_SUCCEEDED_FLOW = f"""
 WITH {SUCCEEDED_DONE}, moved AS ({SUCCEEDED_MOVE}
 ), parents AS (SELECT id FROM done), {_COUNT_DOWN_CHILDREN}
-SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM woken)
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM released)
 """
 
 # A flow node that ctx.atomic() completed in the handler's own transaction: its
@@ -68,7 +66,7 @@ WITH parents AS (
      WHERE r.id = d.id AND r.result IS NULL AND r.state = 'succeeded'
     RETURNING r.id
 ), {_COUNT_DOWN_CHILDREN}
-SELECT (SELECT count(*) FROM parents), (SELECT count(*) FROM woken)
+SELECT (SELECT count(*) FROM parents), (SELECT count(*) FROM released)
 """
 
 # After a settle with countdown rows has committed, in a statement of its own (a fresh

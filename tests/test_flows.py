@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import signal
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from queue_engine import ops, ops_flows
 from queue_engine.flows import Flow, FlowError
 from queue_engine.models import Flow as FlowRow
-from queue_engine.models import FlowCountdown, FlowEdge, Job, JobRecord
+from queue_engine.models import FlowCountdown, FlowEdge, Job, JobRecord, WorkerProcess
 from tests import jobs
 from tests.workers import Workers, wait_for
 
@@ -71,6 +72,27 @@ def test_chain_runs_in_order_and_passes_outputs(workers: Workers, executions: No
     assert execution_order() == order
     assert finished.finished_at is not None
     assert finished.finished_at >= done["step4"].finished_at
+
+
+def test_a_child_only_another_worker_can_run_starts_without_waiting_for_its_poll(
+    workers: Workers,
+) -> None:
+    """A settle's own claim takes what it can of the children it releases, and then
+    wakes the other workers for the rest (sql.WAKE_LEFT). The child's worker here polls
+    every 30 s: only that wake-up can start it within the test's 10 s."""
+    flow = Flow("hand-off")
+    flow.add("here", jobs.number, value=1)
+    flow.add("there", jobs.number.using(queue="elsewhere"), value=2, depends_on=["here"])
+    flow_id = flow.submit()
+    workers.start("--queues", "elsewhere", "--poll-interval", "30")
+    wait_for(lambda: WorkerProcess.objects.filter(queues=["elsewhere"]).exists())
+    time.sleep(1)  # its first claim has come back empty: it now waits for a wake-up
+
+    workers.start("--queues", "flows")
+    flow_state(flow_id, "succeeded", timeout=10)
+
+    done = records(flow_id)
+    assert done["there"].queue == "elsewhere" and done["there"].result == 2
 
 
 def test_diamond_joins_both_branches(workers: Workers) -> None:

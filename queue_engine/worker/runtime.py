@@ -31,6 +31,18 @@ log = logging.getLogger("queue_engine.worker")
 MAX_EVENT_IDS = 200  # ids per console hint; NOTIFY payloads stay far below 8000 bytes
 LANES = 2
 
+# The claim lanes' sessions. Their statements are prepared once per connection (see
+# worker/script.py) and each is planned once too, not for every call: under the default
+# plan_cache_mode Postgres plans a prepared statement anew whenever its generic plan
+# looks dearer than the custom ones, as REFRESH_FLOWS's always did (1.2 ms of planning
+# for 0.1 ms of work, twice in every settle of a flow node). All of them look rows up
+# by key, so no sequential scan where an index serves: a plan made while a table was
+# still empty would otherwise read the whole table for the life of the connection.
+LANE_SETTINGS = (
+    "SET plan_cache_mode = force_generic_plan",
+    "SET enable_seqscan = off",
+)
+
 # The hot statements, prepared once per connection (see worker/script.py).
 CLAIM = Prepared("qe_claim", sql.CLAIM)
 PROGRESS = Prepared("qe_progress", sql.PROGRESS)
@@ -44,7 +56,7 @@ RECORD_RESULT = Prepared("qe_record_result", sql.RECORD_RESULT)
 RECORD_RESULT_FLOW = Prepared("qe_record_result_flow", sql_flows.RECORD_RESULT_FLOW)
 REFRESH_FLOWS = Prepared("qe_refresh_flows", sql_flows.REFRESH_FLOWS)
 RELEASE_COUNTED = Prepared("qe_release_counted", sql_flows.RELEASE_COUNTED)
-NOTIFY_QUEUES = Prepared("qe_notify_queues", sql.NOTIFY_QUEUES)
+WAKE_LEFT = Prepared("qe_wake_left", sql.WAKE_LEFT)
 
 
 @dataclass
@@ -92,7 +104,7 @@ class Worker:
         self.lane_share = self.concurrency
         self._extra_lanes: list[Connection] = []
         self.min_lock = 60.0
-        self.claimer = Connection(options.conninfo, "claimer")
+        self.claimer = Connection(options.conninfo, "claimer", LANE_SETTINGS)
         self.aux = Connection(options.conninfo, "heartbeat")
         self.listener = Connection(options.conninfo, "listener")
         self.leader = Leader(self, Connection(options.conninfo, "leader"))
@@ -179,7 +191,7 @@ class Worker:
         the other lane's Python work; they share the slots and the finished jobs.
         """
         lanes = [self.claimer] + [
-            Connection(self.options.conninfo, f"claimer-{i}")
+            Connection(self.options.conninfo, f"claimer-{i}", LANE_SETTINGS)
             for i in range(1, min(LANES, self.concurrency))
         ]
         self._extra_lanes = lanes[1:]
@@ -306,6 +318,7 @@ class Worker:
 
         tries = 0
         flows = batch.flows
+        wake_jobs, wake_parents = batch.runnable_now()
         sent: list[Script] = []  # the message that went through (the last try's)
 
         async def action(conn: psycopg.AsyncConnection) -> list[tuple[Any, ...]]:
@@ -336,11 +349,15 @@ class Worker:
                 script.add(REFRESH_FLOWS, [flows])
                 script.add(RELEASE_COUNTED, [flows])
             place = None
-            if want:
+            if want or wake_jobs or wake_parents:
                 script.raw("BEGIN")
                 for setting in sql.CLAIM_SETTINGS:
                     script.raw(setting)
-                place = script.add(CLAIM, claim, rows=True)
+                if want:
+                    place = script.add(CLAIM, claim, rows=True)
+                if wake_jobs or wake_parents:
+                    # After the claim: the others are woken only for what it left.
+                    script.add(WAKE_LEFT, {"jobs": wake_jobs, "parents": wake_parents})
                 script.raw("COMMIT")
             await script.run(conn)
             sent.append(script)
@@ -708,11 +725,19 @@ class SettleBatch:
             self.places.append((name, len(items), script.add(statement, params)))
         if self.flows:
             script.add(REFRESH_FLOWS, [self.flows])
-        wake = sorted(
-            {o.execution.queue for o in self.retry + self.snoozed + self.released if o.delay <= 0}
-        )
-        if wake:
-            script.add(NOTIFY_QUEUES, [wake])
+
+    def runnable_now(self) -> tuple[list[int], list[int]]:
+        """The jobs this settle makes runnable at once, and the flow nodes whose children
+        it counts down (for sql.WAKE_LEFT)."""
+        jobs = [
+            o.execution.job_id for o in self.retry + self.snoozed + self.released if o.delay <= 0
+        ]
+        parents = [
+            o.execution.job_id
+            for o in self.succeeded + self.results
+            if o.execution.flow_id is not None
+        ]
+        return jobs, parents
 
     def hints(self) -> list[str]:
         """The console's hints for these outcomes (ids only), MAX_EVENT_IDS jobs each."""

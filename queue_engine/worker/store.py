@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import psycopg
@@ -21,9 +21,10 @@ RETRYABLE_SQLSTATES = {"40P01", "40001"}  # deadlock, serialization failure
 class Connection:
     """One psycopg connection that reconnects when it breaks."""
 
-    def __init__(self, conninfo: str, purpose: str) -> None:
+    def __init__(self, conninfo: str, purpose: str, settings: Sequence[str] = ()) -> None:
         self.conninfo = conninfo
         self.purpose = purpose
+        self.settings = settings  # SET statements run on every new connection
         self.conn: psycopg.AsyncConnection | None = None
         self.pid: int | None = None
         # One caller at a time: coroutines that share this connection (heartbeat, log
@@ -48,6 +49,8 @@ class Connection:
                 # plan (a guessed LIMIT) crosses jit_above_cost, and compiling it took
                 # 40 ms, for a statement that runs in under 1. Nothing here wants it.
                 await self.conn.execute("SET jit = off")
+                for setting in self.settings:
+                    await self.conn.execute(setting)
                 return self.conn
             except psycopg.OperationalError as exc:
                 reason = " ".join(str(exc).split())[:200]
