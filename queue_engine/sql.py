@@ -343,14 +343,23 @@ DELETE FROM queue_engine_claimlog l
            (SELECT c.rate_window FROM queue_engine_queueconfig c WHERE c.name = l.queue), 0))
 """
 
+# Settles and renewals name their rows by id, and read each row's token and values
+# from the batch's arrays at its position (`AT`): no join for a plan to get wrong. A
+# generic plan of the join it replaced, made when the table held few running jobs,
+# walked every running job in a nested loop and unnested the arrays again for each:
+# 16 ms for a settle of 100 (128 ms for a fan-out's root), on the lane connections
+# that happened to plan it that way, for as long as they lived. (A batch never names a
+# job twice.)
+AT = "array_position(%(ids)s::bigint[], j.id)"
+FENCED = f"""j.id = ANY(%(ids)s::bigint[]) AND j.state = 'running'
+       AND j.claim_token = (%(tokens)s::bigint[])[{AT}]"""
+
 # Succeeded: move fenced rows (still running under our token) to history. The two
 # halves are shared with sql_flows.SETTLE_SUCCEEDED_FLOW.
-SUCCEEDED_DONE = """done AS (
+SUCCEEDED_DONE = f"""done AS (
     DELETE FROM queue_engine_job j
-     USING unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(results)s::jsonb[])
-           AS d(id, token, result)
-     WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
-    RETURNING j.*, d.result AS d_result
+     WHERE {FENCED}
+    RETURNING j.*, (%(results)s::jsonb[])[{AT}] AS d_result
 )"""
 SUCCEEDED_MOVE = f"""
 INSERT INTO queue_engine_jobrecord ({MOVED}, state, result, worker, finished_at)
@@ -363,10 +372,8 @@ SETTLE_SUCCEEDED = f"WITH {SUCCEEDED_DONE}{SUCCEEDED_MOVE}\n"
 SETTLE_FAILED = f"""
 WITH done AS (
     DELETE FROM queue_engine_job j
-     USING unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(errors)s::jsonb[])
-           AS d(id, token, error)
-     WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
-    RETURNING j.*, d.error AS d_error
+     WHERE {FENCED}
+    RETURNING j.*, (%(errors)s::jsonb[])[{AT}] AS d_error
 )
 INSERT INTO queue_engine_jobrecord ({MOVED}, state, worker, finished_at)
 SELECT id, queue, kind, name, priority, payload, attempt, max_attempts, backoff,
@@ -377,61 +384,56 @@ SELECT id, queue, kind, name, priority, payload, attempt, max_attempts, backoff,
 RETURNING id
 """
 
+DELAY = f"(%(delays)s::float8[])[{AT}]"
+
 # Retry later: back to scheduled (or available at once) with the error kept.
-SETTLE_RETRY = """
+SETTLE_RETRY = f"""
 UPDATE queue_engine_job j
-   SET state = CASE WHEN d.delay > 0 THEN 'scheduled' ELSE 'available' END,
-       run_at = now() + make_interval(secs => d.delay),
-       errors = j.errors || jsonb_build_array(d.error),
+   SET state = CASE WHEN {DELAY} > 0 THEN 'scheduled' ELSE 'available' END,
+       run_at = now() + make_interval(secs => {DELAY}),
+       errors = j.errors || jsonb_build_array((%(errors)s::jsonb[])[{AT}]),
        lease_owner = NULL, claim_token = NULL, lease_expires_at = NULL
-  FROM unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(delays)s::float8[], %(errors)s::jsonb[])
-       AS d(id, token, delay, error)
- WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
+ WHERE {FENCED}
 RETURNING j.id, j.queue, j.state
 """
 
 # Snooze: run again later without using up the attempt, optionally with a new payload.
-SETTLE_SNOOZED = """
+SETTLE_SNOOZED = f"""
 UPDATE queue_engine_job j
-   SET state = CASE WHEN d.delay > 0 THEN 'scheduled' ELSE 'available' END,
-       run_at = now() + make_interval(secs => d.delay),
+   SET state = CASE WHEN {DELAY} > 0 THEN 'scheduled' ELSE 'available' END,
+       run_at = now() + make_interval(secs => {DELAY}),
        attempt = j.attempt - 1,
-       payload = COALESCE(d.payload, j.payload),
+       payload = COALESCE((%(payloads)s::jsonb[])[{AT}], j.payload),
        meta = j.meta || jsonb_build_object('snoozed', COALESCE((j.meta->>'snoozed')::int, 0) + 1),
        lease_owner = NULL, claim_token = NULL, lease_expires_at = NULL
-  FROM unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(delays)s::float8[],
-              %(payloads)s::jsonb[]) AS d(id, token, delay, payload)
- WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
+ WHERE {FENCED}
 RETURNING j.id, j.queue, j.state
 """
 
 # Give jobs back untouched (shutdown): available again, the attempt not counted.
-RELEASE = """
+RELEASE = f"""
 UPDATE queue_engine_job j
    SET state = 'available', attempt = GREATEST(j.attempt - 1, 0),
        lease_owner = NULL, claim_token = NULL, lease_expires_at = NULL
-  FROM unnest(%(ids)s::bigint[], %(tokens)s::bigint[]) AS d(id, token)
- WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
+ WHERE {FENCED}
 RETURNING j.id, j.queue
 """
 
 # Renew every lease this process holds; rows missing from the result were taken
 # from us (cancelled, rescued or removed) and must stop.
-HEARTBEAT = """
+HEARTBEAT = f"""
 UPDATE queue_engine_job j
    SET lease_expires_at = now() + (j.lease_expires_at - j.heartbeat_at), heartbeat_at = now()
-  FROM unnest(%(ids)s::bigint[], %(tokens)s::bigint[]) AS d(id, token)
- WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
+ WHERE {FENCED}
 RETURNING j.id
 """
 
 # Progress reports, the latest per job, fenced like a settle.
-PROGRESS = """
+PROGRESS = f"""
 UPDATE queue_engine_job j
-   SET progress = d.fraction, progress_message = d.message
-  FROM unnest(%(ids)s::bigint[], %(tokens)s::bigint[], %(fractions)s::float8[],
-              %(messages)s::text[]) AS d(id, token, fraction, message)
- WHERE j.id = d.id AND j.claim_token = d.token AND j.state = 'running'
+   SET progress = (%(fractions)s::float8[])[{AT}],
+       progress_message = (%(messages)s::text[])[{AT}]
+ WHERE {FENCED}
 """
 
 # Lock one running job for an in-handler transaction that completes it (ctx.atomic).
@@ -576,7 +578,8 @@ DELETE FROM queue_engine_workerprocess
 RECORD_RESULT = """
 UPDATE queue_engine_jobrecord SET result = d.result
   FROM unnest(%(ids)s::bigint[], %(results)s::jsonb[]) AS d(id, result)
- WHERE queue_engine_jobrecord.id = d.id AND queue_engine_jobrecord.result IS NULL
+ WHERE queue_engine_jobrecord.id = ANY(%(ids)s::bigint[])
+   AND queue_engine_jobrecord.id = d.id AND queue_engine_jobrecord.result IS NULL
 """
 
 LEADER_LOCK_KEY = 7_146_010_351_917_311  # pg_try_advisory_lock key of the leader

@@ -63,7 +63,8 @@ RECORD_RESULT_FLOW = f"""
 WITH parents AS (
     UPDATE queue_engine_jobrecord r SET result = COALESCE(d.result, 'null'::jsonb)
       FROM unnest(%(ids)s::bigint[], %(results)s::jsonb[]) AS d(id, result)
-     WHERE r.id = d.id AND r.result IS NULL AND r.state = 'succeeded'
+     WHERE r.id = ANY(%(ids)s::bigint[]) AND r.id = d.id AND r.result IS NULL
+       AND r.state = 'succeeded'
     RETURNING r.id
 ), {_COUNT_DOWN_CHILDREN}
 SELECT (SELECT count(*) FROM parents), (SELECT count(*) FROM released)

@@ -8,7 +8,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from queue_engine import sql
+from queue_engine import sql, sql_flows
+from queue_engine.worker.runtime import LANE_SETTINGS
 from queue_engine.worker.script import Prepared, Script, literal
 
 ECHO = Prepared(
@@ -149,3 +150,43 @@ def test_the_claim_reads_flow_edges_by_index_when_planned_on_an_empty_edge_table
 
     assert "Seq Scan on queue_engine_flowedge" not in plan, plan
     assert "qe_edge_child" in plan, plan
+
+
+BATCH = list(range(1, 101))
+SETTLES: dict[str, tuple[str, dict[str, Any]]] = {
+    "succeeded": (sql.SETTLE_SUCCEEDED, {"results": ["{}"] * 100}),
+    "succeeded_flow": (sql_flows.SETTLE_SUCCEEDED_FLOW, {"results": ["{}"] * 100}),
+    "failed": (sql.SETTLE_FAILED, {"errors": ["{}"] * 100}),
+    "retry": (sql.SETTLE_RETRY, {"delays": [0.0] * 100, "errors": ["{}"] * 100}),
+    "snoozed": (sql.SETTLE_SNOOZED, {"delays": [0.0] * 100, "payloads": [None] * 100}),
+    "release": (sql.RELEASE, {}),
+    "progress": (sql.PROGRESS, {"fractions": [0.5] * 100, "messages": [""] * 100}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SETTLES))
+def test_settles_look_their_batch_up_by_id_when_planned_on_an_empty_table(
+    conninfo: str, name: str
+) -> None:
+    """A lane plans each statement once (LANE_SETTINGS); a settle's plan must find its
+    rows by id whatever the statistics said then, not walk every running job once for
+    each job of the batch."""
+    text, extra = SETTLES[name]
+    statement = Prepared(f"test_settle_{name}", text)
+    params = {"ids": BATCH, "tokens": BATCH, **extra}
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        for setting in LANE_SETTINGS:
+            conn.execute(setting)
+        with conn.transaction(force_rollback=True):
+            conn.execute("DELETE FROM queue_engine_job")
+            conn.execute("ANALYZE queue_engine_job")
+            conn.execute(statement.prepare)
+            plan = "\n".join(
+                row[0] for row in conn.execute("EXPLAIN " + statement.execute(params)).fetchall()
+            )
+
+    # Each row's token and values come from the arrays at its position: the job table
+    # is read once, by id (or among running jobs), never joined against the batch.
+    done = plan.split("  CTE Scan on done")[0].split("CTE releasing")[0]
+    assert "Function Scan" not in done and "Join" not in done and "Loop" not in done, plan
+    assert "id = ANY" in done, plan
