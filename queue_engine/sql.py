@@ -575,11 +575,11 @@ DELETE FROM queue_engine_workerprocess
 """
 
 # The return value of a job that completed inside ctx.atomic(), recorded afterwards.
+# Read from the arrays by position, as the settles are (see AT).
 RECORD_RESULT = """
-UPDATE queue_engine_jobrecord SET result = d.result
-  FROM unnest(%(ids)s::bigint[], %(results)s::jsonb[]) AS d(id, result)
- WHERE queue_engine_jobrecord.id = ANY(%(ids)s::bigint[])
-   AND queue_engine_jobrecord.id = d.id AND queue_engine_jobrecord.result IS NULL
+UPDATE queue_engine_jobrecord r
+   SET result = (%(results)s::jsonb[])[array_position(%(ids)s::bigint[], r.id)]
+ WHERE r.id = ANY(%(ids)s::bigint[]) AND r.result IS NULL
 """
 
 LEADER_LOCK_KEY = 7_146_010_351_917_311  # pg_try_advisory_lock key of the leader

@@ -61,10 +61,10 @@ SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM released)
 # once (the result is NULL until then), so a retried settle counts nothing twice.
 RECORD_RESULT_FLOW = f"""
 WITH parents AS (
-    UPDATE queue_engine_jobrecord r SET result = COALESCE(d.result, 'null'::jsonb)
-      FROM unnest(%(ids)s::bigint[], %(results)s::jsonb[]) AS d(id, result)
-     WHERE r.id = ANY(%(ids)s::bigint[]) AND r.id = d.id AND r.result IS NULL
-       AND r.state = 'succeeded'
+    UPDATE queue_engine_jobrecord r
+       SET result = COALESCE(
+               (%(results)s::jsonb[])[array_position(%(ids)s::bigint[], r.id)], 'null'::jsonb)
+     WHERE r.id = ANY(%(ids)s::bigint[]) AND r.result IS NULL AND r.state = 'succeeded'
     RETURNING r.id
 ), {_COUNT_DOWN_CHILDREN}
 SELECT (SELECT count(*) FROM parents), (SELECT count(*) FROM released)
