@@ -122,17 +122,12 @@ class Row:
     def plain(self) -> bool:
         """Whether every column but queue, kind, payload and max_attempts takes its default
         (sql.INSERT_PLAIN_JOB)."""
-        decided = self.decided
         return (
             not self.name
             and self.dedup_key is None
             and self.group_key is None
             and self.meta == "{}"
-            and not decided.priority
-            and decided.backoff is None
-            and not decided.labels
-            and decided.run_at is None
-            and not decided.delay
+            and self.decided.plain
         )
 
     def values(self) -> tuple[Any, ...]:
@@ -159,6 +154,18 @@ class KindOptions:
     backoff: str | None
     run_at: datetime | None
     delay: float
+
+    @property
+    def plain(self) -> bool:
+        """Whether the columns these options decide, but queue and max_attempts, all take
+        their defaults (half of Row.plain)."""
+        return (
+            not self.priority
+            and self.backoff is None
+            and not self.labels
+            and self.run_at is None
+            and not self.delay
+        )
 
 
 def spec_for(definition: JobDefinition, payload: Mapping[str, Any]) -> JobSpec:
@@ -345,10 +352,7 @@ def enqueue_definition(
     definition: JobDefinition, payload: dict[str, Any], *, debounce: bool = False
 ) -> Job:
     if not debounce:
-        cached = definition.__dict__.get("_plain")
-        plain = cached[1] if cached is not None and cached[0] is _settings_generation else None
-        if plain is None and (cached is None or cached[0] is not _settings_generation):
-            plain = _plain_kind(definition)
+        plain = _plain_kind(definition)
         if plain is not None:
             return _insert_plain(plain, payload)
     spec = spec_for(definition, payload)
@@ -438,6 +442,9 @@ def _plain_kind(definition: JobDefinition) -> PlainKind | None:
     """The definition's PlainKind, or None when its jobs are not plain; cached on the
     definition until the settings change."""
     generation = _settings_generation
+    cached: tuple[_Generation, PlainKind | None] | None = definition.__dict__.get("_plain")
+    if cached is not None and cached[0] is generation:
+        return cached[1]
     opts = snapshot()
     decided = kind_options(spec_for(definition, {}), definition, opts)
     plain = None
@@ -445,11 +452,7 @@ def _plain_kind(definition: JobDefinition) -> PlainKind | None:
         definition.options == EnqueueOptions()
         and definition.name is None
         and definition.group_key is None
-        and not decided.priority
-        and decided.backoff is None
-        and not decided.labels
-        and decided.run_at is None
-        and not decided.delay
+        and decided.plain
     ):
         fields = dict.fromkeys(_job_attnames())
         fields.update(_constant_fields(decided, definition.kind))

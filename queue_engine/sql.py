@@ -175,24 +175,14 @@ MOVED = (
     "rescues, run_at, created_at, started_at"
 )
 
-# For the rest of the claim's transaction (the claim comes last):
-# - plan the claim once (generic plan) instead of on every call. Its custom plans cost
-#   more to make (about 1.4 ms for a small claim) than they save, and a claim of 100
-#   jobs runs in 1.1 ms generic against 1.6 custom, with JIT off (the worker's
-#   connections turn it off: see worker/store.py);
-# - no bitmap scans: with statistics taken while a queue held few available jobs (a
-#   fan-out's children still blocked, say) the planner reads the whole claim index
-#   into a bitmap and sorts it, every claim, instead of walking it in order to the
-#   LIMIT. 100 of 10,000 released children: 6.5 ms with the bitmap, under 4 without;
-# - no sequential scans where an index serves: the generic plan is made once per
-#   connection, and one made while queue_engine_flowedge was empty (a worker started
-#   before the first flow) read every edge for every flow node it claimed, for the
-#   life of the connection. Seen in the flow_fanout benchmark's logged plans.
-CLAIM_SETTINGS = (
-    "SET LOCAL plan_cache_mode = force_generic_plan",
-    "SET LOCAL enable_bitmapscan = off",
-    "SET LOCAL enable_seqscan = off",
-)
+# For the rest of the claim's transaction (the claim comes last), on top of the lane
+# connection's own settings (worker/runtime.py LANE_SETTINGS: one generic plan, no
+# sequential scans): no bitmap scans. With statistics taken while a queue held few
+# available jobs (a fan-out's children still blocked, say) the planner reads the whole
+# claim index into a bitmap and sorts it, every claim, instead of walking it in order
+# to the LIMIT. 100 of 10,000 released children: 6.5 ms with the bitmap, under 4
+# without.
+CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 
 # Claim up to %(limit)s runnable jobs from unpaused queues, best first (priority,
 # then run time, then id), and lease them for the queue's lock duration.
@@ -343,6 +333,7 @@ DELETE FROM queue_engine_claimlog l
            (SELECT c.rate_window FROM queue_engine_queueconfig c WHERE c.name = l.queue), 0))
 """
 
+
 # Settles and renewals name their rows by id, and read each row's token and values
 # from the batch's arrays at its position (`AT`): no join for a plan to get wrong. A
 # generic plan of the join it replaced, made when the table held few running jobs,
@@ -350,7 +341,12 @@ DELETE FROM queue_engine_claimlog l
 # 16 ms for a settle of 100 (128 ms for a fan-out's root), on the lane connections
 # that happened to plan it that way, for as long as they lived. (A batch never names a
 # job twice.)
-AT = "array_position(%(ids)s::bigint[], j.id)"
+def at(alias: str) -> str:
+    """The position in the batch's arrays of the row `alias` names."""
+    return f"array_position(%(ids)s::bigint[], {alias}.id)"
+
+
+AT = at("j")
 FENCED = f"""j.id = ANY(%(ids)s::bigint[]) AND j.state = 'running'
        AND j.claim_token = (%(tokens)s::bigint[])[{AT}]"""
 
@@ -450,7 +446,6 @@ SELECT * FROM unnest(%(job_ids)s::bigint[], %(attempts)s::int[], %(seqs)s::int[]
                      %(texts)s::text[])
 """
 
-# One wake-up per queue that got runnable jobs, sent at commit.
 # Sent at the end of a worker's message, after its claim, in the claim's transaction:
 # wake the other workers for the jobs its settle made runnable now (retried or snoozed
 # with no delay, released, flow children counted down to zero) that its own claim did
@@ -477,6 +472,7 @@ SELECT pg_notify('qe_wake', q.queue) FROM (
 ) q
 """
 
+# One wake-up per queue that got runnable jobs, sent at commit.
 NOTIFY_QUEUES = """
 SELECT pg_notify('qe_wake', q) FROM unnest(%s::varchar[]) AS q
 """
@@ -576,9 +572,9 @@ DELETE FROM queue_engine_workerprocess
 
 # The return value of a job that completed inside ctx.atomic(), recorded afterwards.
 # Read from the arrays by position, as the settles are (see AT).
-RECORD_RESULT = """
+RECORD_RESULT = f"""
 UPDATE queue_engine_jobrecord r
-   SET result = (%(results)s::jsonb[])[array_position(%(ids)s::bigint[], r.id)]
+   SET result = (%(results)s::jsonb[])[{at("r")}]
  WHERE r.id = ANY(%(ids)s::bigint[]) AND r.result IS NULL
 """
 

@@ -1,6 +1,6 @@
 """Flow statements: submit, release dependants on settle, keep flow state true."""
 
-from queue_engine.sql import MOVED, SUCCEEDED_DONE, SUCCEEDED_MOVE
+from queue_engine.sql import MOVED, SUCCEEDED_DONE, SUCCEEDED_MOVE, at
 
 INSERT_FLOW = """
 INSERT INTO queue_engine_flow (name, default_priority, meta, rerun_of)
@@ -62,8 +62,7 @@ SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM released)
 RECORD_RESULT_FLOW = f"""
 WITH parents AS (
     UPDATE queue_engine_jobrecord r
-       SET result = COALESCE(
-               (%(results)s::jsonb[])[array_position(%(ids)s::bigint[], r.id)], 'null'::jsonb)
+       SET result = COALESCE((%(results)s::jsonb[])[{at("r")}], 'null'::jsonb)
      WHERE r.id = ANY(%(ids)s::bigint[]) AND r.result IS NULL AND r.state = 'succeeded'
     RETURNING r.id
 ), {_COUNT_DOWN_CHILDREN}

@@ -127,7 +127,7 @@ def test_the_claim_reads_flow_edges_by_index_when_planned_on_an_empty_edge_table
 ) -> None:
     """The claim's generic plan lives as long as the worker's connection: one made before
     the first flow must still look a claimed node's parents up by index, not read every
-    edge for every node (sql.CLAIM_SETTINGS)."""
+    edge for every node (LANE_SETTINGS)."""
     claim = Prepared("test_claim", sql.CLAIM)
     params = {
         "all_queues": True,
@@ -138,6 +138,8 @@ def test_the_claim_reads_flow_edges_by_index_when_planned_on_an_empty_edge_table
         "token": 1,
     }
     with psycopg.connect(conninfo, autocommit=True) as conn:
+        for setting in LANE_SETTINGS:
+            conn.execute(setting)
         conn.execute("ANALYZE queue_engine_flowedge")
         assert conn.execute("SELECT count(*) FROM queue_engine_flowedge").fetchone() == (0,)
         with conn.transaction(force_rollback=True):

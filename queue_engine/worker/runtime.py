@@ -35,9 +35,12 @@ LANES = 2
 # worker/script.py) and each is planned once too, not for every call: under the default
 # plan_cache_mode Postgres plans a prepared statement anew whenever its generic plan
 # looks dearer than the custom ones, as REFRESH_FLOWS's always did (1.2 ms of planning
-# for 0.1 ms of work, twice in every settle of a flow node). All of them look rows up
-# by key, so no sequential scan where an index serves: a plan made while a table was
-# still empty would otherwise read the whole table for the life of the connection.
+# for 0.1 ms of work, twice in every settle of a flow node), and the claim's custom
+# plans cost more to make (about 1.4 ms for a small claim) than they save. All of them
+# look rows up by key, so no sequential scan where an index serves: a plan made while a
+# table was still empty would otherwise read the whole table for the life of the
+# connection (a claim planned before the first flow read every queue_engine_flowedge
+# row for every flow node it claimed). The claim adds sql.CLAIM_SETTINGS.
 LANE_SETTINGS = (
     "SET plan_cache_mode = force_generic_plan",
     "SET enable_seqscan = off",
@@ -351,9 +354,9 @@ class Worker:
             place = None
             if want or wake_jobs or wake_parents:
                 script.raw("BEGIN")
-                for setting in sql.CLAIM_SETTINGS:
-                    script.raw(setting)
                 if want:
+                    for setting in sql.CLAIM_SETTINGS:
+                        script.raw(setting)
                     place = script.add(CLAIM, claim, rows=True)
                 if wake_jobs or wake_parents:
                     # After the claim: the others are woken only for what it left.
