@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from queue_engine.models import Job
 
 Seconds = float | int | timedelta
+# One item of `enqueue_many`: keyword arguments, or positional ones.
+Call = Mapping[str, Any] | tuple[Any, ...]
 OnError = Literal["retry", "fatal"]
 
 
@@ -255,19 +257,19 @@ class JobDefinition[**P = ..., R = Any]:
 
         return enqueue_definition(self, self.payload_for(args, kwargs), debounce=True)
 
-    def enqueue_many(self, calls: Iterable[Mapping[str, Any] | tuple[Any, ...]]) -> list[int]:
+    def enqueue_many(self, calls: Iterable[Call]) -> list[int]:
         """Enqueue one job per item (a dict of keyword arguments, or a tuple of positional ones)."""
         from queue_engine.enqueue import enqueue_calls
 
-        return enqueue_calls(
-            self,
-            [
-                self.payload_for((), call if type(call) is dict else dict(call))
-                if isinstance(call, Mapping)
-                else self.payload_for(tuple(call), {})
-                for call in calls
-            ],
-        )
+        return enqueue_calls(self, calls if isinstance(calls, Sequence) else list(calls))
+
+    def payload_of(self, call: Call) -> dict[str, Any]:
+        """`payload_for` of one item of `enqueue_many`."""
+        if type(call) is dict:
+            return self.payload_for((), call)
+        if isinstance(call, Mapping):
+            return self.payload_for((), dict(call))
+        return self.payload_for(tuple(call), {})
 
 
 @overload

@@ -8,9 +8,10 @@ Validation happens before the first write, so bad input writes nothing.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,6 +29,7 @@ from queue_engine.conf import snapshot
 from queue_engine.connections import bound_cursor, prepared, raw_cursor
 from queue_engine.definitions import (
     Backoff,
+    Call,
     EnqueueOptions,
     JobDefinition,
     Seconds,
@@ -557,35 +559,66 @@ def enqueue_many(specs: Iterable[JobSpec]) -> list[int]:
     """
     opts = snapshot()
     seen: SeenOptions = {}
-    return insert_rows([prepare(spec, options=opts, seen=seen) for spec in specs])
+    specs = list(specs)
+    rows = (prepare(spec, options=opts, seen=seen) for spec in specs)
+    if any(spec.dedup_key is not None for spec in specs):
+        return insert_rows(list(rows))
+    return copy_rows(len(specs), rows)
 
 
-def enqueue_calls(definition: JobDefinition, payloads: Iterable[dict[str, Any]]) -> list[int]:
+def enqueue_calls(definition: JobDefinition, calls: Sequence[Call]) -> list[int]:
     """`enqueue_many` for one definition's calls: its options are checked once, and
-    each payload (a fresh dict of the call's arguments) only for what it decides."""
+    each call's payload only for what it decides."""
     opts = snapshot()
     o = definition.options
     decided = kind_options(spec_for(definition, {}), definition, opts)
     kind = definition.kind
-    return insert_rows(
-        [
-            build_row(decided, kind, payload, o.dedup_key, o.name, o.group_key, o.meta, opts)
-            for payload in payloads
-        ]
+    rows = (
+        build_row(
+            decided,
+            kind,
+            definition.payload_of(call),
+            o.dedup_key,
+            o.name,
+            o.group_key,
+            o.meta,
+            opts,
+        )
+        for call in calls
     )
+    if o.dedup_key is not None:
+        return insert_rows(list(rows))
+    return copy_rows(len(calls), rows)
+
+
+# Rows a bulk COPY builds and sends at a time: the server stores one chunk while this
+# process builds the next.
+COPY_CHUNK = 1_000
+
+
+def copy_rows(count: int, rows: Iterator[Row]) -> list[int]:
+    """COPY `count` rows without dedup keys, built as they are sent; ids in input order.
+
+    A row that fails validation part-way aborts the COPY: nothing is written."""
+    if not count:
+        return []
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql.ALLOCATE_JOB_IDS, [count])
+        now, ids = cursor.fetchone()
+        with cursor.cursor.copy(sql.COPY_JOBS) as copy:
+            for start in range(0, count, COPY_CHUNK):
+                chunk = list(itertools.islice(rows, COPY_CHUNK))
+                copy.write(_copy_text(chunk, ids[start : start + len(chunk)], now))
+    return list(ids)
 
 
 def insert_rows(rows: list[Row]) -> list[int]:
-    """Insert prepared rows in one statement (COPY without dedup keys); ids in input order."""
+    """Insert prepared rows, some with dedup keys, in one statement; ids in input order."""
     if not rows:
         return []
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql.ALLOCATE_JOB_IDS, [len(rows)])
         now, ids = cursor.fetchone()
-        if not any(row.dedup_key for row in rows):
-            with cursor.cursor.copy(sql.COPY_JOBS) as copy:
-                copy.write(_copy_text(rows, ids, now))
-            return list(ids)
         columns = _bulk_columns(rows, ids, now)
         labels = [sql.array_literal(labels) for labels in columns[10]]
         # A server-binding cursor sends the arrays as parameters, not quoted text.

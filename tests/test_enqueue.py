@@ -295,14 +295,33 @@ def test_bulk_enqueue_keeps_every_character_and_option() -> None:
     assert plain.run_at <= timezone.now()
 
 
-def test_bulk_enqueue_is_all_or_nothing(other_connection: psycopg.Connection) -> None:
-    specs = [JobSpec(kind="tests.noop", payload={"i": i}) for i in range(100)]
-    specs.append(JobSpec(kind="tests.noop", payload={"bad": {1, 2}}))
+@pytest.mark.parametrize("bad_at", [0, 100, 2_999], ids=["first", "early", "after-chunks"])
+def test_bulk_enqueue_is_all_or_nothing(other_connection: psycopg.Connection, bad_at: int) -> None:
+    # Rows are sent in chunks as they are built: a bad one after several chunks have
+    # gone to the server must still leave nothing behind.
+    specs = [JobSpec(kind="tests.noop", payload={"i": i}) for i in range(3_000)]
+    specs[bad_at] = JobSpec(kind="tests.noop", payload={"bad": {1, 2}})
 
     with pytest.raises(EnqueueError, match=r"set at 'bad'"):
         enqueue_many(specs)
 
     assert live_count(other_connection) == 0
+
+
+def test_a_bulk_enqueue_failing_part_way_leaves_the_callers_transaction_usable(
+    other_connection: psycopg.Connection,
+) -> None:
+    calls: list[dict[str, Any]] = [{"a": i, "b": 0} for i in range(2_500)]
+    calls.append({"a": math.nan, "b": 0})
+
+    with transaction.atomic():
+        before = jobs.noop.enqueue(step="before")
+        with pytest.raises(EnqueueError, match="NaN"):
+            jobs.add.enqueue_many(calls)
+        after = jobs.noop.enqueue(step="after")
+
+    assert live_count(other_connection) == 2
+    assert live_count(other_connection, id=before.id) == live_count(other_connection, id=after.id)
 
 
 def test_orm_create_is_a_valid_enqueue_with_kind_defaults() -> None:
