@@ -88,7 +88,7 @@ def test_rate_limit_holds_over_its_window(workers: Workers, executions: None) ->
 
 
 # With a queue cap too, claimers of the queue take turns under its lock and count the
-# keys without try-locks (migration 0015): the caps must hold the same.
+# keys without try-locks (migrations 0015 and 0016): the caps must hold the same.
 @pytest.mark.parametrize("queue_cap", [None, 50], ids=["keys-only", "queue-capped-too"])
 def test_group_caps_hold_fleet_wide_while_other_keys_flow(
     workers: Workers, executions: None, conninfo: str, queue_cap: int | None
