@@ -13,7 +13,7 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group, User
 from django.db import connection
-from django.test import Client
+from django.test import Client, override_settings
 
 from queue_engine import ops, sql
 from queue_engine.console.bridge import bridge, messages_for
@@ -268,3 +268,36 @@ async def test_jobs_list_counts_newer_jobs_instead_of_inserting_them(  # type: i
     assert 'href="/jobs/?queue=ws-new"' in message
     assert f"job-row-{newer.id}" not in message
     await communicator.disconnect()
+
+
+async def test_a_live_update_past_the_statement_timeout_is_skipped(  # type: ignore[no-untyped-def]
+    session_cookie, live_bridge, monkeypatch, caplog
+) -> None:
+    # The socket's first update meets a slow database: it must be cut off at the
+    # console's statement timeout, not hold a connection for as long as it likes, and
+    # the socket must go on with the next update.
+    from queue_engine.console.consumers import OverviewConsumer
+
+    renders: list[set[str]] = []
+    render = OverviewConsumer.render
+
+    def slow_first(self: OverviewConsumer, dirty: set[str]) -> str:
+        renders.append(dirty)
+        if len(renders) == 1:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_sleep(10)")
+            return "the slow update"
+        return render(self, dirty)
+
+    monkeypatch.setattr(OverviewConsumer, "render", slow_first)
+    cookie = await database_sync_to_async(session_cookie)("viewer")
+    with override_settings(QUEUE_ENGINE={"CONSOLE_STATEMENT_TIMEOUT": 0.3}):
+        communicator = socket("/ws/overview/", (b"cookie", cookie))
+        await communicator.connect()
+        await asyncio.sleep(1.0)
+        await Job.objects.acreate(kind="tests.noop", queue="after-the-slow-one")
+        message = await receive_until(communicator, "after-the-slow-one", timeout=4)
+        await communicator.disconnect()
+
+    assert "the slow update" not in message
+    assert "ran past CONSOLE_STATEMENT_TIMEOUT" in caplog.text

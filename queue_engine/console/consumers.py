@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from typing import Any
 
@@ -40,6 +41,8 @@ from queue_engine.console.views.overview import overview_context
 from queue_engine.console.views.queues import queue_context
 
 FULL = "full"
+
+log = logging.getLogger(__name__)
 
 
 class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
@@ -121,9 +124,22 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
                 await asyncio.sleep(wait)
             dirty, self.dirty = self.dirty, set()
             self.last_push = loop.time()
-            html = await database_sync_to_async(self.render)(dirty)
+            html = await database_sync_to_async(self.render_limited)(dirty)
             if html:
                 await self.send(text_data=html)
+
+    def render_limited(self, dirty: set[str]) -> str:
+        """`render` under CONSOLE_STATEMENT_TIMEOUT, as a page's queries run: an update
+        whose queries run past it is skipped (the next hint or tick tries again)."""
+        try:
+            with queries.time_limited():
+                return self.render(dirty)
+        except queries.NarrowFilter:
+            log.warning(
+                "%s: a live update ran past CONSOLE_STATEMENT_TIMEOUT and was skipped",
+                type(self).__name__,
+            )
+            return ""
 
     async def tick(self) -> None:
         while True:
