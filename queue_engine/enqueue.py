@@ -2,7 +2,8 @@
 
 Everything runs on Django's connection, so it joins the caller's transaction:
 a rolled-back enqueue never runs, and workers see a job only at commit.
-Validation happens before the first write, so bad input writes nothing.
+Bad input raises before anything is committed, so it writes nothing: a single
+enqueue checks before its INSERT, a bulk COPY aborts on the first bad row.
 """
 
 from __future__ import annotations

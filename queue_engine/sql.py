@@ -195,7 +195,7 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 #   (queue_engine_queue_room(), migration 0011, in `locked`): claimers of a limited
 #   queue take turns only for the group count, the pick and the UPDATE, and each
 #   counts the others' committed claims.
-# - Group (per-key) caps: queue_engine_group_rooms() (migration 0015), called once
+# - Group (per-key) caps: queue_engine_group_rooms() (migrations 0015, 0016), called once
 #   with every key among the candidates, counts each key's running jobs with a fresh
 #   snapshot. For a limited queue it takes the queue's lock first (re-entrant: the
 #   later queue_engine_queue_room() call does not wait again). For any other queue it
