@@ -52,7 +52,12 @@ RESUME = json.dumps({"action": "resume"})
 COUNT_RECORDS = "SELECT count(*) FROM queue_engine_jobrecord"
 COUNT_SUCCEEDED = "SELECT count(*) FROM queue_engine_jobrecord WHERE state = 'succeeded'"
 COUNT_BASELINE_LEFT = f"SELECT count(*) FROM {TABLE}"
-FLOW_TABLES = ("queue_engine_flow", "queue_engine_flowedge")
+FLOW_TABLES = (
+    "queue_engine_flow",
+    "queue_engine_flowedge",
+    "queue_engine_flowcountdown",
+    "queue_engine_flowrelease",
+)
 # Planner statistics like those of a system that has run before (autovacuum's), so that
 # figures do not depend on when autovacuum gets round to the fresh benchmark database:
 # `fleet()` primes them with an untimed drain of PRIME_N jobs (TRUNCATE keeps column

@@ -73,6 +73,7 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
         ("DEFAULT_MAX_ATTEMPTS", int, 1),
         ("MAX_PAYLOAD_BYTES", int, 1),
         ("POLL_INTERVAL", (int, float), 0.01),
+        ("FLOW_RELEASE_CHUNK", int, 1),
     ):
         value = option(name)
         if not isinstance(value, kind) or isinstance(value, bool) or value < minimum:

@@ -14,6 +14,7 @@
 | POLL_INTERVAL            | 1.0          | seconds between polls when no notification arrives        |
 | MAX_RESCUES              | 5            | expired leases before a job is dead-lettered (poison job) |
 | SHUTDOWN_TIMEOUT         | 30           | seconds running jobs get to finish on SIGTERM             |
+| FLOW_RELEASE_CHUNK       | 1000         | children of one flow node a settle counts down at once; the rest follow in chunks this size while the first run |
 | CONSOLE_MASKED_KEYS      | ["password", "token", "secret", "key", "auth", ...] | the console masks values whose key contains one of these words (any case) |
 | CONSOLE_STATEMENT_TIMEOUT | 3          | seconds a console query may run before the page asks to narrow the filter |
 | SCHEDULES                | {}           | recurring jobs declared when a worker starts (below)      |
@@ -81,6 +82,7 @@ DEFAULTS: dict[str, Any] = {
     "POLL_INTERVAL": 1.0,
     "MAX_RESCUES": 5,
     "SHUTDOWN_TIMEOUT": 30,
+    "FLOW_RELEASE_CHUNK": 1000,
     # Case-insensitive words; a payload, result or meta key containing one is shown as "********".
     "CONSOLE_MASKED_KEYS": [
         "password",

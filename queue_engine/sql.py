@@ -447,30 +447,25 @@ SELECT * FROM unnest(%(job_ids)s::bigint[], %(attempts)s::int[], %(seqs)s::int[]
 """
 
 # Sent at the end of a worker's message, after its claim, in the claim's transaction:
-# wake the other workers for the jobs its settle made runnable now (retried or snoozed
-# with no delay, released, flow children counted down to zero) that its own claim did
-# not take. Waking them at the settle's commit instead sent every worker's lanes after
-# a chain's next node, which the settling lane then claimed itself: a herd of empty
-# claims at every step (flow_chain: 5.9 ms a step for the settling message alone).
-# Driven from the arrays, one lookup by key per job (OFFSET 0 keeps each LATERAL a
-# subquery run per row): a generic plan left to flatten them joined every available
-# job in the table against the edges, at every settle.
+# wake the other workers for the queues its settle made jobs runnable in now (retried
+# or snoozed with no delay, released: the queues given; flow children counted down to
+# zero: the queues sql_flows.NOTE_RELEASED noted in the session) if its own claim left
+# runnable jobs there. Waking them at the settle's commit instead sent every worker's
+# lanes after a chain's next node, which the settling lane then claimed itself: a herd
+# of empty claims at every step (flow_chain: 5.9 ms a step for the settling message
+# alone). One probe of the claim index per queue: finding the released children again
+# by their parents' edges cost 60 ms after a fan-out's root, 1 ms per 100 children.
+# The note is cleared after it is read (CLEAR_RELEASED).
 WAKE_LEFT = """
-SELECT pg_notify('qe_wake', q.queue) FROM (
-    SELECT j.queue FROM unnest(%(jobs)s::bigint[]) AS x(id)
-     CROSS JOIN LATERAL (
-           SELECT j.queue FROM queue_engine_job j
-            WHERE j.id = x.id AND j.state = 'available' AND j.run_at <= now() OFFSET 0) j
-    UNION
-    SELECT j.queue FROM unnest(%(parents)s::bigint[]) AS p(id)
-     CROSS JOIN LATERAL (
-           SELECT e.child_id FROM queue_engine_flowedge e WHERE e.parent_id = p.id OFFSET 0) e
-     CROSS JOIN LATERAL (
-           SELECT j.queue FROM queue_engine_job j
-            WHERE j.id = e.child_id AND j.state = 'available' AND j.run_at <= now()
-           OFFSET 0) j
-) q
+SELECT pg_notify('qe_wake', x.queue) FROM (
+    SELECT DISTINCT q.queue FROM unnest(
+        %(queues)s::varchar[]
+        || COALESCE(NULLIF(current_setting('qe.released', true), ''), '{}')::varchar[]) AS q(queue)
+) x
+ WHERE EXISTS (SELECT 1 FROM queue_engine_job j
+                WHERE j.state = 'available' AND j.queue = x.queue AND j.run_at <= now())
 """
+CLEAR_RELEASED = "SELECT set_config('qe.released', '', false)"
 
 # One wake-up per queue that got runnable jobs, sent at commit.
 NOTIFY_QUEUES = """

@@ -15,20 +15,36 @@ SELECT %s, p, c, %s FROM unnest(%s::bigint[], %s::bigint[]) AS e(p, c)
 
 # Succeeded flow nodes: move them to history (fenced, as SETTLE_SUCCEEDED) and
 # count down their children in the same statement. Nobody is woken here: the worker's
-# message claims next, and only then wakes the others for what it left (sql.WAKE_LEFT).
+# message claims next, and only then wakes the others for what it left (sql.WAKE_LEFT,
+# from the queues NOTE_RELEASED noted).
+# - Each parent's first %(chunk)s children (FLOW_RELEASE_CHUNK, in child id order) are
+#   counted here; a parent with more leaves a FlowRelease row, and COUNT_DOWN_MORE
+#   counts the rest a chunk at a time, after this commits (_FIRST_CHUNKS, MARK_REST).
 # - A child none of whose other parents is still pending (every parent it waits for
-#   is in this settle: a chain's next node, a fan-out's children) is updated here;
+#   is counted here: a chain's next node, a fan-out's children) is updated here;
 #   it becomes available when its count reaches zero. No other settle touches it, so
 #   it is not locked first (10,000 children of a fan-out: 215 ms with the lock pass).
 # - A child that still waits for parents settling elsewhere (a fan-in's join) gets a
 #   FlowCountdown row instead: an insert, which waits for nobody. RELEASE_COUNTED,
 #   run right after this commits, releases it once its rows add up.
-# Count down the children of the flow nodes in CTE `parents` (a column `id`).
+# The children of the flow nodes in CTE `parents` (a column `id`), as CTE `counting`:
+# each parent's first chunk and one child more, numbered per parent.
+_FIRST_CHUNKS = """
+counting AS (
+    SELECT e.parent_id, e.child_id, e.flow_id,
+           row_number() OVER (PARTITION BY e.parent_id ORDER BY e.child_id) AS nth
+      FROM parents p CROSS JOIN LATERAL (
+            SELECT e.parent_id, e.child_id, e.flow_id FROM queue_engine_flowedge e
+             WHERE e.parent_id = p.id
+             ORDER BY e.child_id LIMIT %(chunk)s::int + 1) e
+)"""
+
+# Count down the children numbered 1 to %(chunk)s in CTE `counting`.
 _COUNT_DOWN_CHILDREN = """
 releasing AS (
-    SELECT e.child_id, min(e.flow_id) AS flow_id, count(*) AS n
-      FROM queue_engine_flowedge e JOIN parents ON e.parent_id = parents.id
-     GROUP BY e.child_id
+    SELECT c.child_id, min(c.flow_id) AS flow_id, count(*) AS n
+      FROM counting c WHERE c.nth <= %(chunk)s::int
+     GROUP BY c.child_id
 ), released AS (
     -- No lock taken first: nothing else counts these children down (every parent
     -- they still wait for is in this settle). A child whose count grew meanwhile (a
@@ -41,18 +57,50 @@ releasing AS (
                          THEN GREATEST(j.run_at, now()) ELSE j.run_at END
       FROM releasing r
      WHERE j.id = r.child_id AND j.pending_deps <= r.n
-    RETURNING j.id, j.queue, j.state
+    RETURNING j.id, j.queue, j.state, r.flow_id, r.n
 ), counted AS (
+    -- The children not updated above, as a set difference: both sides are CTEs the
+    -- planner guesses at one row, and as an anti-join it compared every pair (97 ms
+    -- for a chunk of 1,000).
     INSERT INTO queue_engine_flowcountdown (flow_id, child_id, n)
-    SELECT r.flow_id, r.child_id, r.n FROM releasing r
-     WHERE NOT EXISTS (SELECT 1 FROM released l WHERE l.id = r.child_id)
+    SELECT d.flow_id, d.child_id, d.n FROM (
+        SELECT r.child_id, r.flow_id, r.n FROM releasing r
+        EXCEPT ALL
+        SELECT l.id, l.flow_id, l.n FROM released l
+    ) d
 )
+"""
+
+# The parents in `counting` with children past the chunk: a FlowRelease row each,
+# after the last child counted.
+_MARK_REST = """
+marked AS (
+    INSERT INTO queue_engine_flowrelease (flow_id, parent_id, after_child)
+    SELECT c.flow_id, c.parent_id, c.child_id FROM counting c
+     WHERE c.nth = %(chunk)s::int
+       AND EXISTS (SELECT 1 FROM counting d
+                    WHERE d.parent_id = c.parent_id AND d.nth > %(chunk)s::int)
+    RETURNING 1
+)"""
+
+# The queues of the children a countdown made available, added to the session's
+# qe.released for sql.WAKE_LEFT later in the same message (one name per queue: a
+# fan-out's root releasing 10,000 children notes one queue, and WAKE_LEFT no longer
+# walks its 10,000 edges again to find them). Set outside the settle's transaction
+# scope (is_local false) so the claim's transaction after its commit reads it; an
+# aborted settle takes its note back with it.
+NOTE_RELEASED = """
+SELECT set_config('qe.released', (
+           COALESCE(NULLIF(current_setting('qe.released', true), ''), '{}')::varchar[]
+           || array_agg(DISTINCT l.queue) FILTER (WHERE l.state = 'available'))::text, false)
+  FROM released l
 """
 
 SETTLE_SUCCEEDED_FLOW = f"""
 WITH {SUCCEEDED_DONE}, moved AS ({SUCCEEDED_MOVE}
-), parents AS (SELECT id FROM done), {_COUNT_DOWN_CHILDREN}
-SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM released)
+), parents AS (SELECT id FROM done), {_FIRST_CHUNKS}, {_COUNT_DOWN_CHILDREN}, {_MARK_REST}
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM released), ({NOTE_RELEASED}),
+       (SELECT count(*) FROM marked)
 """
 
 # A flow node that ctx.atomic() completed in the handler's own transaction: its
@@ -65,8 +113,9 @@ WITH parents AS (
        SET result = COALESCE((%(results)s::jsonb[])[{at("r")}], 'null'::jsonb)
      WHERE r.id = ANY(%(ids)s::bigint[]) AND r.result IS NULL AND r.state = 'succeeded'
     RETURNING r.id
-), {_COUNT_DOWN_CHILDREN}
-SELECT (SELECT count(*) FROM parents), (SELECT count(*) FROM released)
+), {_FIRST_CHUNKS}, {_COUNT_DOWN_CHILDREN}, {_MARK_REST}
+SELECT (SELECT count(*) FROM parents), (SELECT count(*) FROM released), ({NOTE_RELEASED}),
+       (SELECT count(*) FROM marked)
 """
 
 # After a settle with countdown rows has committed, in a statement of its own (a fresh
@@ -97,6 +146,45 @@ WITH sums AS (
     SELECT pg_notify('qe_wake', queue) FROM (SELECT DISTINCT queue FROM released) q
 )
 SELECT (SELECT count(*) FROM released), (SELECT count(*) FROM woken)
+"""
+
+# The next chunk of one parent's children a settle left to count (a FlowRelease row,
+# see _MARK_REST), in a transaction of its own: counted down as a settle counts them,
+# the row moved on past them (or deleted after the last), and the other workers woken
+# for the children it made available. Rows another worker is counting are skipped.
+# Returns whether a row was found, the children released, and the flows whose
+# countdown rows RELEASE_COUNTED must then look at.
+COUNT_DOWN_MORE = f"""
+WITH marker AS (
+    SELECT m.id, m.parent_id, m.after_child FROM queue_engine_flowrelease m
+     ORDER BY m.id LIMIT 1
+       FOR UPDATE SKIP LOCKED
+), counting AS (
+    SELECT e.parent_id, e.child_id, e.flow_id,
+           row_number() OVER (ORDER BY e.child_id) AS nth
+      FROM marker m CROSS JOIN LATERAL (
+            SELECT e.parent_id, e.child_id, e.flow_id FROM queue_engine_flowedge e
+             WHERE e.parent_id = m.parent_id AND e.child_id > m.after_child
+             ORDER BY e.child_id LIMIT %(chunk)s::int + 1) e
+), {_COUNT_DOWN_CHILDREN}, advanced AS (
+    UPDATE queue_engine_flowrelease m SET after_child = c.child_id
+      FROM counting c
+     WHERE m.id = (SELECT id FROM marker) AND c.nth = %(chunk)s::int
+       AND EXISTS (SELECT 1 FROM counting d WHERE d.nth > %(chunk)s::int)
+    RETURNING m.id
+), finished AS (
+    DELETE FROM queue_engine_flowrelease m
+     WHERE m.id = (SELECT id FROM marker)
+       AND NOT EXISTS (SELECT 1 FROM counting d WHERE d.nth > %(chunk)s::int)
+    RETURNING m.id
+), woken AS (
+    SELECT pg_notify('qe_wake', q.queue)
+      FROM (SELECT DISTINCT l.queue FROM released l WHERE l.state = 'available') q
+)
+SELECT (SELECT count(*) FROM marker), (SELECT count(*) FROM released),
+       (SELECT count(*) FROM woken) + (SELECT count(*) FROM advanced)
+       + (SELECT count(*) FROM finished),
+       COALESCE((SELECT array_agg(DISTINCT r.flow_id) FROM releasing r), '{{}}')
 """
 
 # The leader's net under RELEASE_COUNTED (a worker that died between its settle's
@@ -187,6 +275,10 @@ WITH wiped AS (
     -- What is left of the countdown is recounted below, in this statement's snapshot:
     -- a settle that commits after it leaves its row, and its parent still counted.
     DELETE FROM queue_engine_flowcountdown WHERE flow_id = %(flow)s
+), unmarked AS (
+    -- So are the children of parents still being counted in chunks (FlowRelease):
+    -- a chunk counting now is waited for, and its row then goes too.
+    DELETE FROM queue_engine_flowrelease WHERE flow_id = %(flow)s
 ), counts AS (
     SELECT j.id, count(e.parent_id) FILTER (WHERE NOT EXISTS (
                SELECT 1 FROM queue_engine_jobrecord r

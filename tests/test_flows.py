@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import time
@@ -16,7 +17,14 @@ from hypothesis import strategies as st
 from queue_engine import ops, ops_flows
 from queue_engine.flows import Flow, FlowError
 from queue_engine.models import Flow as FlowRow
-from queue_engine.models import FlowCountdown, FlowEdge, Job, JobRecord, WorkerProcess
+from queue_engine.models import (
+    FlowCountdown,
+    FlowEdge,
+    FlowRelease,
+    Job,
+    JobRecord,
+    WorkerProcess,
+)
 from tests import jobs
 from tests.workers import Workers, wait_for
 
@@ -49,6 +57,32 @@ def saw(record: JobRecord) -> Any:
     """The parents' node keys a tests.node job saw, from its result."""
     assert record.result is not None
     return record.result["saw"]
+
+
+def chunked(size: int) -> dict[str, str]:
+    """A worker's environment with FLOW_RELEASE_CHUNK set to `size`."""
+    return {
+        "DJANGO_SETTINGS_MODULE": "tests.settings_queues",
+        "TEST_QUEUE_ENGINE": json.dumps({"FLOW_RELEASE_CHUNK": size}),
+    }
+
+
+def settle_by_hand(flow_id: int, key: str, result: str) -> int:
+    """Move a flow node to the history as succeeded, as a settle would, without counting
+    down its children (what a worker that died right after its settle leaves)."""
+    node = Job.objects.get(flow_id=flow_id, node_key=key)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH gone AS (DELETE FROM queue_engine_job WHERE id = %s RETURNING *) "
+            "INSERT INTO queue_engine_jobrecord (id, queue, kind, payload, attempt, "
+            "max_attempts, errors, labels, flow_id, node_key, meta, progress_message, "
+            "rescues, run_at, created_at, state, result, finished_at) "
+            "SELECT id, queue, kind, payload, 1, max_attempts, errors, labels, flow_id, "
+            "node_key, meta, '', 0, run_at, created_at, 'succeeded', %s::jsonb, now() "
+            "FROM gone",
+            [node.id, result],
+        )
+    return node.id
 
 
 def execution_order() -> list[int]:
@@ -128,6 +162,105 @@ def test_wide_fan_out_and_fan_in(workers: Workers) -> None:
     assert not FlowCountdown.objects.exists()
 
 
+def test_a_fan_out_wider_than_the_release_chunk_is_released_a_chunk_at_a_time(
+    workers: Workers,
+) -> None:
+    """The root's settle counts down its first FLOW_RELEASE_CHUNK children and leaves a
+    FlowRelease row; its worker counts down the rest a chunk at a time. Every child
+    runs once, the join sees them all, and no row is left."""
+    flow = Flow("chunked")
+    flow.add("root", jobs.number, value=0)
+    keys = flow.fan_out("leaf", jobs.number, [{"value": 1}] * 60, depends_on=["root"])
+    flow.add("sum", jobs.sum_outputs, depends_on=keys)
+    flow_id = flow.submit()
+    workers.start("--queues", "flows", "--concurrency", "20", env=chunked(7))
+
+    flow_state(flow_id, "succeeded")
+
+    done = records(flow_id)
+    assert done["sum"].result == 60 and len(done) == 62
+    assert all(done[k].attempt == 1 for k in keys)
+    assert not FlowRelease.objects.exists() and not FlowCountdown.objects.exists()
+
+
+def test_the_leader_counts_down_what_a_dead_workers_settle_left(
+    workers: Workers, executions: None
+) -> None:
+    """A worker that dies while counting a fan-out down in chunks leaves its
+    FlowRelease row: the leader counts down the rest, each child exactly once, and a
+    child with another parent still waits for it."""
+    flow = Flow("left to count")
+    flow.add("root", jobs.node, label="root")
+    flow.add("other", jobs.node, label="other")
+    for i in range(6):
+        flow.add(f"c{i}", jobs.node, label=f"c{i}", depends_on=["root"])
+    flow.add("both", jobs.node, label="both", depends_on=["root", "other"])
+    flow_id = flow.submit()
+    root_children = sorted(
+        Job.objects.filter(flow_id=flow_id).exclude(node_key__in=["root", "other"]),
+        key=lambda j: j.id,
+    )
+    # The root settled, and its settle counted its first two children (a chunk of 2):
+    # released, or for "both" (still waiting for "other") a countdown row.
+    root_id = settle_by_hand(flow_id, "root", '{"saw": []}')
+    for child in root_children[:2]:
+        if child.node_key == "both":
+            FlowCountdown.objects.create(flow_id=flow_id, child_id=child.id, n=1)
+        else:
+            Job.objects.filter(pk=child.id).update(state="available", pending_deps=0)
+    FlowRelease.objects.create(flow_id=flow_id, parent_id=root_id, after_child=root_children[1].id)
+
+    workers.start("--queues", "flows", env=chunked(2))
+
+    flow_state(flow_id, "succeeded")
+    done = records(flow_id)
+    runs = execution_order()
+    assert sorted(runs) == sorted(r.id for r in done.values() if r.node_key != "root")
+    assert saw(done["both"]) == ["other", "root"]
+    started = done["both"].started_at
+    assert started is not None and started >= done["other"].finished_at
+    assert not FlowRelease.objects.exists()
+
+
+def test_requeue_drops_what_was_left_to_count_and_recounts_it(
+    workers: Workers, executions: None
+) -> None:
+    """A FlowRelease row left when the flow failed must go with requeue_flow's recount:
+    counted again afterwards, it would release children before their other parent."""
+    flow = Flow("recount chunks")
+    flow.add("root", jobs.node.using(queue="held"), label="root")  # no worker serves it
+    flow.add("bad", jobs.node, label="bad", fail=True)
+    for i in range(4):
+        flow.add(f"c{i}", jobs.node, label=f"c{i}", depends_on=["root", "bad"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows", env=chunked(2))
+    flow_state(flow_id, "failed")
+    workers.stop_all()
+    children = sorted(
+        Job.objects.filter(flow_id=flow_id, node_key__startswith="c"), key=lambda j: j.id
+    )
+    # The root settled and counted its first chunk, c0 and c1, by countdown rows ("bad"
+    # was still pending then); c2 and c3 were left to count.
+    root_id = settle_by_hand(flow_id, "root", '{"saw": []}')
+    for child in children[:2]:
+        FlowCountdown.objects.create(flow_id=flow_id, child_id=child.id, n=1)
+    FlowRelease.objects.create(flow_id=flow_id, parent_id=root_id, after_child=children[1].id)
+    JobRecord.objects.filter(flow_id=flow_id, node_key="bad").update(payload={"label": "bad"})
+
+    assert ops_flows.requeue_flow(flow_id, actor="ops") == 1
+    assert not FlowRelease.objects.exists() and not FlowCountdown.objects.exists()
+    assert {j.pending_deps for j in Job.objects.filter(pk__in=[c.id for c in children])} == {1}
+
+    workers.start("--queues", "flows", env=chunked(2))
+    flow_state(flow_id, "succeeded")
+    done = records(flow_id)
+    for i in range(4):
+        assert saw(done[f"c{i}"]) == ["bad", "root"]
+        started = done[f"c{i}"].started_at
+        assert started is not None and started >= done["bad"].finished_at
+    assert execution_order().count(done["c3"].id) == 1
+
+
 def test_requeue_recounts_a_join_some_parents_had_counted_down(
     workers: Workers, executions: None
 ) -> None:
@@ -163,21 +296,10 @@ def test_the_leader_releases_a_join_whose_release_was_lost(workers: Workers) -> 
     flow.add("b", jobs.number, value=2)
     flow.add("sum", jobs.sum_outputs, depends_on=["a", "b"])
     flow_id = flow.submit()
-    parents = list(Job.objects.filter(flow_id=flow_id, node_key__in=["a", "b"]))
     join = Job.objects.get(flow_id=flow_id, node_key="sum")
-    with connection.cursor() as cursor:  # both parents settled, nobody released the join
-        for parent in parents:
-            cursor.execute(
-                "WITH gone AS (DELETE FROM queue_engine_job WHERE id = %s RETURNING *) "
-                "INSERT INTO queue_engine_jobrecord (id, queue, kind, payload, attempt, "
-                "max_attempts, errors, labels, flow_id, node_key, meta, progress_message, "
-                "rescues, run_at, created_at, state, result, finished_at) "
-                "SELECT id, queue, kind, payload, 1, max_attempts, errors, labels, flow_id, "
-                "node_key, meta, '', 0, run_at, created_at, 'succeeded', %s::jsonb, now() "
-                "FROM gone",
-                [parent.id, str(parent.payload["value"])],
-            )
-            FlowCountdown.objects.create(flow_id=flow_id, child_id=join.id, n=1)
+    for key, value in (("a", "1"), ("b", "2")):  # both settled, nobody released the join
+        settle_by_hand(flow_id, key, value)
+        FlowCountdown.objects.create(flow_id=flow_id, child_id=join.id, n=1)
     assert Job.objects.get(pk=join.id).state == "blocked"
 
     workers.start("--queues", "flows")
@@ -380,8 +502,10 @@ def test_random_dags_run_each_node_once_after_its_parents(
         flow.add(key, jobs.node, label=key, depends_on=parents)
     flow_id = flow.submit()
     try:
-        victim = workers.start("--queues", "flows", "--concurrency", "3")
-        workers.start("--queues", "flows", "--concurrency", "3")
+        # Chunks of 2: a node with more children leaves the rest to count in chunks,
+        # which the killed worker may leave half done.
+        victim = workers.start("--queues", "flows", "--concurrency", "3", env=chunked(2))
+        workers.start("--queues", "flows", "--concurrency", "3", env=chunked(2))
         wait_for(
             lambda: (
                 JobRecord.objects.filter(flow_id=flow_id).count()
@@ -390,7 +514,7 @@ def test_random_dags_run_each_node_once_after_its_parents(
             timeout=60,
         )
         victim.send_signal(signal.SIGKILL)
-        workers.start("--queues", "flows", "--concurrency", "3")
+        workers.start("--queues", "flows", "--concurrency", "3", env=chunked(2))
 
         flow_state(flow_id, "succeeded", timeout=120)
     finally:
@@ -413,3 +537,4 @@ def test_random_dags_run_each_node_once_after_its_parents(
             [[r.id for r in done.values()]],
         )
         assert cursor.fetchone()[0] == len(graph)
+    assert not FlowRelease.objects.exists()

@@ -157,7 +157,7 @@ def test_the_claim_reads_flow_edges_by_index_when_planned_on_an_empty_edge_table
 BATCH = list(range(1, 101))
 SETTLES: dict[str, tuple[str, dict[str, Any]]] = {
     "succeeded": (sql.SETTLE_SUCCEEDED, {"results": ["{}"] * 100}),
-    "succeeded_flow": (sql_flows.SETTLE_SUCCEEDED_FLOW, {"results": ["{}"] * 100}),
+    "succeeded_flow": (sql_flows.SETTLE_SUCCEEDED_FLOW, {"results": ["{}"] * 100, "chunk": 1000}),
     "failed": (sql.SETTLE_FAILED, {"errors": ["{}"] * 100}),
     "retry": (sql.SETTLE_RETRY, {"delays": [0.0] * 100, "errors": ["{}"] * 100}),
     "snoozed": (sql.SETTLE_SNOOZED, {"delays": [0.0] * 100, "payloads": [None] * 100}),

@@ -1,6 +1,6 @@
 from queue_engine.models.audit import AuditEvent
 from queue_engine.models.console import ConsoleAccess
-from queue_engine.models.flows import Flow, FlowCountdown, FlowEdge, FlowState
+from queue_engine.models.flows import Flow, FlowCountdown, FlowEdge, FlowRelease, FlowState
 from queue_engine.models.jobs import Job, JobRecord, JobState, RecordState
 from queue_engine.models.logs import JobLog
 from queue_engine.models.metrics import MetricBucket, RollupState
@@ -15,6 +15,7 @@ __all__ = [
     "Flow",
     "FlowCountdown",
     "FlowEdge",
+    "FlowRelease",
     "FlowState",
     "GroupLimit",
     "Job",

@@ -83,3 +83,29 @@ class FlowCountdown(models.Model):
 
     def __str__(self) -> str:
         return f"{self.child_id} -{self.n}"
+
+
+class FlowRelease(models.Model):
+    """A succeeded parent whose children are still being counted down, in chunks.
+
+    A settle counts down at most FLOW_RELEASE_CHUNK children of each parent it ends (in
+    child id order); for a parent with more, it leaves a row here naming the last child
+    it counted. The worker that settled it then counts down the rest a chunk at a time
+    on a connection of its own (sql_flows.COUNT_DOWN_MORE), each chunk in a transaction
+    that also moves `after_child` on (or deletes the row after the last): the first
+    children of a 10,000-child fan-out run while the rest are still being released,
+    instead of all waiting for one 200 ms statement. The leader takes over rows a
+    crashed worker left. requeue_flow drops a flow's rows as it recounts.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    flow_id = models.BigIntegerField()
+    parent_id = models.BigIntegerField()
+    after_child = models.BigIntegerField()
+
+    class Meta:
+        db_table = "queue_engine_flowrelease"
+        indexes = [models.Index(fields=["flow_id"], name="qe_release_flow")]
+
+    def __str__(self) -> str:
+        return f"{self.parent_id} after {self.after_child}"

@@ -89,6 +89,7 @@ def run(options: dict[str, Any]) -> None:
                 else float(option("SHUTDOWN_TIMEOUT"))
             ),
             max_rescues=int(option("MAX_RESCUES")),
+            flow_release_chunk=int(option("FLOW_RELEASE_CHUNK")),
             leader=not options["no_leader"],
         )
     )

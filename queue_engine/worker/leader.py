@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import psycopg
@@ -29,6 +30,28 @@ RESCUE_INTERVAL = 1.0
 SWEEP_INTERVAL = 30.0
 STALE_WORKER_AFTER = 60.0
 BATCH = 1000
+
+
+async def count_down_more(
+    conn: psycopg.AsyncConnection, chunk: int, on_chunk: Callable[[int], None] | None = None
+) -> int:
+    """Count down the children settles left to count in chunks (FlowRelease rows, see
+    sql_flows.COUNT_DOWN_MORE), a chunk per transaction, until no row is left that
+    another connection is not counting already. Returns the children released."""
+    released = 0
+    while True:
+        async with conn.transaction():
+            cur = await conn.execute(sql_flows.COUNT_DOWN_MORE, {"chunk": chunk})
+            row = await cur.fetchone()
+        assert row is not None
+        found, count, _, flows = row
+        if not found:
+            return released
+        released += count
+        if flows:  # after the commit, as after a settle
+            await conn.execute(sql_flows.RELEASE_COUNTED, [flows])
+        if on_chunk is not None:
+            on_chunk(count)
 
 
 class Leader:
@@ -69,6 +92,11 @@ class Leader:
         if now - self._last_rescue >= RESCUE_INTERVAL:
             self._last_rescue = now
             await self._rescue(conn)
+            # What a crashed worker's settles left to count, then what it counted
+            # but did not release.
+            released = await count_down_more(conn, self.worker.flow_chunk)
+            if released:
+                log.info("released %d flow node(s) a settle had left to count", released)
             await self._release_counted(conn)
         if now - self._last_sweep >= SWEEP_INTERVAL:
             self._last_sweep = now

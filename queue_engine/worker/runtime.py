@@ -22,7 +22,7 @@ import psycopg
 from queue_engine import sql, sql_flows
 from queue_engine.worker import capture
 from queue_engine.worker.execution import Execution, Outcome
-from queue_engine.worker.leader import Leader
+from queue_engine.worker.leader import Leader, count_down_more
 from queue_engine.worker.script import Prepared, Script
 from queue_engine.worker.store import Connection
 
@@ -74,6 +74,7 @@ class WorkerOptions:
     shutdown_timeout: float = 30.0
     max_rescues: int = 5
     leader: bool = True  # take part in the leader election
+    flow_release_chunk: int = 1000  # FLOW_RELEASE_CHUNK
 
 
 class Worker:
@@ -111,6 +112,13 @@ class Worker:
         self.aux = Connection(options.conninfo, "heartbeat")
         self.listener = Connection(options.conninfo, "listener")
         self.leader = Leader(self, Connection(options.conninfo, "leader"))
+        # The rest of the fan-outs this worker's settles began to release: counted down
+        # a chunk at a time on a connection of its own (opened when first needed) while
+        # the lanes run the first children (_count_down_loop).
+        self.flow_chunk = max(1, options.flow_release_chunk)
+        self.counting_down = asyncio.Event()
+        self.counting = False
+        self.releaser = Connection(options.conninfo, "releaser")
         self._signals = 0
         self._tasks: list[asyncio.Task[Any]] = []
         self.claimed_total = 0
@@ -135,6 +143,7 @@ class Worker:
             asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
             asyncio.create_task(self._flush_loop(), name="flush"),
             asyncio.create_task(self._watchdog_loop(), name="watchdog"),
+            asyncio.create_task(self._count_down_loop(), name="count down"),
         ]
         if self.options.leader:
             self._tasks.append(asyncio.create_task(self.leader.run(), name="leader"))
@@ -168,7 +177,7 @@ class Worker:
                 what="unregister",
                 attempts=3,
             )
-        for conn in (self.claimer, *self._extra_lanes, self.aux, self.listener):
+        for conn in (self.claimer, *self._extra_lanes, self.aux, self.listener, self.releaser):
             await conn.close()
         await self.leader.close()
         self.threads.shutdown(wait=False, cancel_futures=True)
@@ -230,7 +239,9 @@ class Worker:
                     and not self.reserved
                 ):
                     promoted = await self.leader.promote_due()
-                    if not promoted and not (self.inflight or self.reserved or self.outcomes):
+                    if not promoted and not (
+                        self.inflight or self.reserved or self.outcomes or self.counting
+                    ):
                         self._finish()  # re-checked: the other lane may have claimed meanwhile
                         return
                     self.maybe_more = True
@@ -303,6 +314,7 @@ class Worker:
         """Settle finished jobs and claim the next batch in one transaction, one round trip."""
         token = random.getrandbits(62)
         batch = SettleBatch.of(outcomes)
+        batch.chunk = self.flow_chunk
         # Progress not flushed yet goes in with the settle, before the row moves:
         # a job's last report must not be lost to the race with its completion.
         for outcome in outcomes:
@@ -321,7 +333,7 @@ class Worker:
 
         tries = 0
         flows = batch.flows
-        wake_jobs, wake_parents = batch.runnable_now()
+        wake_queues, wake_released = batch.runnable_now()
         sent: list[Script] = []  # the message that went through (the last try's)
 
         async def action(conn: psycopg.AsyncConnection) -> list[tuple[Any, ...]]:
@@ -352,15 +364,17 @@ class Worker:
                 script.add(REFRESH_FLOWS, [flows])
                 script.add(RELEASE_COUNTED, [flows])
             place = None
-            if want or wake_jobs or wake_parents:
+            if want or wake_queues or wake_released:
                 script.raw("BEGIN")
                 if want:
                     for setting in sql.CLAIM_SETTINGS:
                         script.raw(setting)
                     place = script.add(CLAIM, claim, rows=True)
-                if wake_jobs or wake_parents:
+                if wake_queues or wake_released:
                     # After the claim: the others are woken only for what it left.
-                    script.add(WAKE_LEFT, {"jobs": wake_jobs, "parents": wake_parents})
+                    script.add(WAKE_LEFT, {"queues": wake_queues})
+                    if wake_released:
+                        script.raw(sql.CLEAR_RELEASED)
                 script.raw("COMMIT")
             await script.run(conn)
             sent.append(script)
@@ -373,11 +387,35 @@ class Worker:
             return [], token
         if sent:
             batch.report(log, sent[-1])
+            if batch.left_children(sent[-1]):
+                self.counting_down.set()  # the rest of a big fan-out: _count_down_loop
         hints = batch.hints()
         if hints:
             self.hints.extend(hints)
             self.busy.set()  # the flusher sends them
         return rows, token
+
+    async def _count_down_loop(self) -> None:
+        def released(count: int) -> None:
+            if count:  # this worker's lanes first; the chunk's NOTIFY wakes the others
+                self.maybe_more = True
+                self.wakeup.set()
+
+        while True:
+            await self.counting_down.wait()
+            self.counting_down.clear()
+            self.counting = True
+            try:
+                await self.releaser.run(
+                    lambda conn: count_down_more(conn, self.flow_chunk, released),
+                    what="count down flow children",
+                )
+            except psycopg.Error:
+                log.exception("counting down flow children failed; the leader takes it over")
+            finally:
+                self.counting = False
+                self.maybe_more = True
+                self.wakeup.set()
 
     async def _release_all(self) -> None:
         self.finished = True  # the other lane must not release too
@@ -593,6 +631,10 @@ class SettleBatch:
     results: list[Outcome] = field(default_factory=list)
     progress: dict[int, tuple[int, float, str]] = field(default_factory=dict)
     places: list[tuple[str, int, int]] = field(default_factory=list)  # name, sent, place
+    chunk: int = 1000  # children of one flow node counted down in the settle (FLOW_RELEASE_CHUNK)
+    marking: list[int] = field(
+        default_factory=list
+    )  # places of statements that may leave FlowRelease rows
 
     def __bool__(self) -> bool:
         """Whether there is anything to settle."""
@@ -674,7 +716,11 @@ class SettleBatch:
                     "flow",
                     SETTLE_SUCCEEDED_FLOW,
                     in_flows,
-                    {**ids_tokens(in_flows), "results": [o.result for o in in_flows]},
+                    {
+                        **ids_tokens(in_flows),
+                        "results": [o.result for o in in_flows],
+                        "chunk": self.chunk,
+                    },
                 )
             )
         if self.failed:
@@ -723,24 +769,27 @@ class SettleBatch:
                     "ids": [o.execution.job_id for o in items],
                     "results": [o.result for o in items],
                 }
+                if statement is RECORD_RESULT_FLOW:
+                    params["chunk"] = self.chunk
                 statements.append(("results", statement, items, params))
+        self.marking = []
         for name, statement, items, params in statements:
-            self.places.append((name, len(items), script.add(statement, params)))
+            marks = statement in (SETTLE_SUCCEEDED_FLOW, RECORD_RESULT_FLOW)
+            place = script.add(statement, params, rows=marks)
+            self.places.append((name, len(items), place))
+            if marks:
+                self.marking.append(place)
         if self.flows:
             script.add(REFRESH_FLOWS, [self.flows])
 
-    def runnable_now(self) -> tuple[list[int], list[int]]:
-        """The jobs this settle makes runnable at once, and the flow nodes whose children
-        it counts down (for sql.WAKE_LEFT)."""
-        jobs = [
-            o.execution.job_id for o in self.retry + self.snoozed + self.released if o.delay <= 0
-        ]
-        parents = [
-            o.execution.job_id
-            for o in self.succeeded + self.results
-            if o.execution.flow_id is not None
-        ]
-        return jobs, parents
+    def runnable_now(self) -> tuple[list[str], bool]:
+        """For sql.WAKE_LEFT: the queues of the jobs this settle makes runnable at once,
+        and whether it counts down flow children (whose queues the settle notes itself)."""
+        queues = sorted(
+            {o.execution.queue for o in self.retry + self.snoozed + self.released if o.delay <= 0}
+        )
+        released = any(o.execution.flow_id is not None for o in self.succeeded + self.results)
+        return queues, released
 
     def hints(self) -> list[str]:
         """The console's hints for these outcomes (ids only), MAX_EVENT_IDS jobs each."""
@@ -761,6 +810,10 @@ class SettleBatch:
             )
             for i in range(0, len(ids), MAX_EVENT_IDS)
         ]
+
+    def left_children(self, script: Script) -> bool:
+        """Whether this settle left children of a flow node to count in chunks."""
+        return any(row[-1] for place in self.marking for row in script.rows(place))
 
     def report(self, logger: logging.Logger, script: Script) -> None:
         stale: dict[str, int] = defaultdict(int)
