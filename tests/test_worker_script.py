@@ -109,6 +109,44 @@ def test_literals_mean_the_same_whatever_standard_conforming_strings_says(
     assert run(conninfo, build) == [AWKWARD, AWKWARD]
 
 
+def test_a_connections_statements_are_planned_again_on_a_widening_schedule(
+    conninfo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A generic plan made while a table was nearly empty must not last as long as the
+    connection: once REPLAN_FIRST has passed, the next message prepares its statements
+    again (then after twice as long, and so on)."""
+    from queue_engine.worker import script
+
+    monkeypatch.setattr(script, "REPLAN_FIRST", 0.2)
+
+    async def build(conn: psycopg.AsyncConnection) -> Any:
+        async def prepared_at() -> Any:
+            s = Script()
+            s.add(ECHO, {"text": "x", "n": 1, "flag": True}, rows=True)
+            await s.run(conn)
+            cur = await conn.execute(
+                "SELECT prepare_time FROM pg_prepared_statements WHERE name = 'test_echo'"
+            )
+            return (await cur.fetchone())[0]  # type: ignore[index]
+
+        first = await prepared_at()
+        soon = await prepared_at()
+        await asyncio.sleep(0.25)
+        due = await prepared_at()
+        await asyncio.sleep(0.25)  # the next plans are due after 0.4 s, not 0.2
+        not_yet = await prepared_at()
+        await asyncio.sleep(0.2)
+        later = await prepared_at()
+        return first, soon, due, not_yet, later
+
+    first, soon, due, not_yet, later = run(conninfo, build)
+
+    assert soon == first
+    assert due > first
+    assert not_yet == due
+    assert later > due
+
+
 def test_placeholders_become_numbered_parameters() -> None:
     named = Prepared("n", "SELECT %(a)s, %(b)s, %(a)s")
     positional = Prepared("p", "SELECT %s, %s")

@@ -16,8 +16,10 @@ Postgres array text, so nothing is lost by not binding them.
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -71,7 +73,26 @@ def literal(value: Any) -> str:
     return "'" + text + "'"
 
 
-_prepared_on: weakref.WeakKeyDictionary[psycopg.AsyncConnection[Any], set[str]] = (
+# A lane plans each statement once (worker/runtime.py's LANE_SETTINGS force the generic
+# plan), and a generic plan keeps what the statistics said when it was made. Made while
+# a table was nearly empty, it can be wrong for good: planned with one row in the
+# history, the claim read a whole (kind, id) index to find each flow parent's output.
+# So a connection's statements are planned again now and then, on a widening schedule
+# (REPLAN_FIRST seconds after its first plans, then twice as long each time, up to
+# REPLAN_MAX): the message that finds its plans due starts with DEALLOCATE ALL and
+# prepares what it runs again. Some twenty plans a connection, once in minutes.
+REPLAN_FIRST = 10.0
+REPLAN_MAX = 600.0
+
+
+@dataclass
+class _Plans:
+    names: set[str] = field(default_factory=set)  # prepared on this connection
+    planned_at: float = field(default_factory=time.monotonic)
+    interval: float = REPLAN_FIRST
+
+
+_plans_on: weakref.WeakKeyDictionary[psycopg.AsyncConnection[Any], _Plans] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -107,9 +128,18 @@ class Script:
         return self._rows[place]
 
     async def run(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        prepared = _prepared_on.setdefault(conn, set())
+        plans = _plans_on.get(conn)
+        if plans is None:
+            plans = _plans_on[conn] = _Plans(interval=REPLAN_FIRST)
+        prepared = plans.names
         parts: list[str] = []
         places: list[int | None] = []  # for each part, its step (None: a PREPARE)
+        if prepared and time.monotonic() - plans.planned_at >= plans.interval:
+            parts.append("DEALLOCATE ALL")
+            places.append(None)
+            prepared.clear()
+            plans.planned_at = time.monotonic()
+            plans.interval = min(plans.interval * 2, REPLAN_MAX)
         for place, step in enumerate(self._steps):
             if isinstance(step, str):
                 parts.append(step)
