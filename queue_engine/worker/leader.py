@@ -30,16 +30,23 @@ RESCUE_INTERVAL = 1.0
 SWEEP_INTERVAL = 30.0
 STALE_WORKER_AFTER = 60.0
 BATCH = 1000
+LEADER_CHUNKS = 10  # FlowRelease chunks the leader counts down per tick
 
 
 async def count_down_more(
-    conn: psycopg.AsyncConnection, chunk: int, on_chunk: Callable[[int], None] | None = None
+    conn: psycopg.AsyncConnection,
+    chunk: int,
+    on_chunk: Callable[[int], None] | None = None,
+    most: int | None = None,
 ) -> int:
     """Count down the children settles left to count in chunks (FlowRelease rows, see
     sql_flows.COUNT_DOWN_MORE), a chunk per transaction, until no row is left that
-    another connection is not counting already. Returns the children released."""
+    another connection is not counting already (or after `most` chunks). Returns the
+    children released."""
     released = 0
-    while True:
+    chunks = 0
+    while most is None or chunks < most:
+        chunks += 1
         async with conn.transaction():
             cur = await conn.execute(sql_flows.COUNT_DOWN_MORE, {"chunk": chunk})
             row = await cur.fetchone()
@@ -52,6 +59,7 @@ async def count_down_more(
             await conn.execute(sql_flows.RELEASE_COUNTED, [flows])
         if on_chunk is not None:
             on_chunk(count)
+    return released
 
 
 class Leader:
@@ -92,9 +100,10 @@ class Leader:
         if now - self._last_rescue >= RESCUE_INTERVAL:
             self._last_rescue = now
             await self._rescue(conn)
-            # What a crashed worker's settles left to count, then what it counted
-            # but did not release.
-            released = await count_down_more(conn, self.worker.flow_chunk)
+            # What a crashed worker's settles left to count (a few chunks a tick, so
+            # that a huge fan-out does not hold up the other services), then what it
+            # counted but did not release.
+            released = await count_down_more(conn, self.worker.flow_chunk, most=LEADER_CHUNKS)
             if released:
                 log.info("released %d flow node(s) a settle had left to count", released)
             await self._release_counted(conn)

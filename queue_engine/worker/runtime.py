@@ -631,10 +631,10 @@ class SettleBatch:
     results: list[Outcome] = field(default_factory=list)
     progress: dict[int, tuple[int, float, str]] = field(default_factory=dict)
     places: list[tuple[str, int, int]] = field(default_factory=list)  # name, sent, place
-    chunk: int = 1000  # children of one flow node counted down in the settle (FLOW_RELEASE_CHUNK)
-    marking: list[int] = field(
-        default_factory=list
-    )  # places of statements that may leave FlowRelease rows
+    # Children of one flow node the settle counts down (the worker's FLOW_RELEASE_CHUNK),
+    # and the places of the statements that may leave FlowRelease rows for the rest.
+    chunk: int = 1000
+    marking: list[int] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         """Whether there is anything to settle."""
