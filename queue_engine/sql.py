@@ -292,7 +292,10 @@ WITH configs AS (
               j.flow_id, j.node_key, j.meta::text,
               CASE WHEN j.flow_id IS NOT NULL THEN (
                   -- Driven from the child's edges, then one history row per parent by
-                  -- primary key: never a scan of the history, statistics or not.
+                  -- key. Planned while the history held a single row, the lookup once
+                  -- chose an index on (kind, id) and read all of it for every parent:
+                  -- the lanes now plan their statements again after a while
+                  -- (worker/script.py, REPLAN_FIRST), when the statistics have caught up.
                   SELECT jsonb_object_agg(r.node_key, r.result)::text
                     FROM queue_engine_flowedge e
                    CROSS JOIN LATERAL (
