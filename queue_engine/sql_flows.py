@@ -19,7 +19,7 @@ SELECT %s, p, c, %s FROM unnest(%s::bigint[], %s::bigint[]) AS e(p, c)
 # from the queues NOTE_RELEASED noted).
 # - Each parent's first %(chunk)s children (FLOW_RELEASE_CHUNK, in child id order) are
 #   counted here; a parent with more leaves a FlowRelease row, and COUNT_DOWN_MORE
-#   counts the rest a chunk at a time, after this commits (_FIRST_CHUNKS, MARK_REST).
+#   counts the rest a chunk at a time, after this commits (_NEXT_CHUNKS, _MARK_REST).
 # - A child none of whose other parents is still pending (every parent it waits for
 #   is counted here: a chain's next node, a fan-out's children) is updated here;
 #   it becomes available when its count reaches zero. No other settle touches it, so
@@ -27,15 +27,16 @@ SELECT %s, p, c, %s FROM unnest(%s::bigint[], %s::bigint[]) AS e(p, c)
 # - A child that still waits for parents settling elsewhere (a fan-in's join) gets a
 #   FlowCountdown row instead: an insert, which waits for nobody. RELEASE_COUNTED,
 #   run right after this commits, releases it once its rows add up.
-# The children of the flow nodes in CTE `parents` (a column `id`), as CTE `counting`:
-# each parent's first chunk and one child more, numbered per parent.
-_FIRST_CHUNKS = """
+# The children of the flow nodes in CTE `parents` (columns `id`, and `after`: the last
+# child already counted, 0 for none), as CTE `counting`: each parent's next chunk and
+# one child more, numbered per parent.
+_NEXT_CHUNKS = """
 counting AS (
     SELECT e.parent_id, e.child_id, e.flow_id,
            row_number() OVER (PARTITION BY e.parent_id ORDER BY e.child_id) AS nth
       FROM parents p CROSS JOIN LATERAL (
             SELECT e.parent_id, e.child_id, e.flow_id FROM queue_engine_flowedge e
-             WHERE e.parent_id = p.id
+             WHERE e.parent_id = p.id AND e.child_id > p.after
              ORDER BY e.child_id LIMIT %(chunk)s::int + 1) e
 )"""
 
@@ -98,7 +99,8 @@ SELECT set_config('qe.released', (
 
 SETTLE_SUCCEEDED_FLOW = f"""
 WITH {SUCCEEDED_DONE}, moved AS ({SUCCEEDED_MOVE}
-), parents AS (SELECT id FROM done), {_FIRST_CHUNKS}, {_COUNT_DOWN_CHILDREN}, {_MARK_REST}
+), parents AS (SELECT id, 0::bigint AS after FROM done), {_NEXT_CHUNKS},
+{_COUNT_DOWN_CHILDREN}, {_MARK_REST}
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM released), ({NOTE_RELEASED}),
        (SELECT count(*) FROM marked)
 """
@@ -112,8 +114,8 @@ WITH parents AS (
     UPDATE queue_engine_jobrecord r
        SET result = COALESCE((%(results)s::jsonb[])[{at("r")}], 'null'::jsonb)
      WHERE r.id = ANY(%(ids)s::bigint[]) AND r.result IS NULL AND r.state = 'succeeded'
-    RETURNING r.id
-), {_FIRST_CHUNKS}, {_COUNT_DOWN_CHILDREN}, {_MARK_REST}
+    RETURNING r.id, 0::bigint AS after
+), {_NEXT_CHUNKS}, {_COUNT_DOWN_CHILDREN}, {_MARK_REST}
 SELECT (SELECT count(*) FROM parents), (SELECT count(*) FROM released), ({NOTE_RELEASED}),
        (SELECT count(*) FROM marked)
 """
@@ -152,38 +154,30 @@ SELECT (SELECT count(*) FROM released), (SELECT count(*) FROM woken)
 # see _MARK_REST), in a transaction of its own: counted down as a settle counts them,
 # the row moved on past them (or deleted after the last), and the other workers woken
 # for the children it made available. Rows another worker is counting are skipped.
-# Returns whether a row was found, the children released, and the flows whose
-# countdown rows RELEASE_COUNTED must then look at.
+# Returns whether a row was found, the children released, the wake-ups sent, and the
+# flows whose countdown rows RELEASE_COUNTED must then look at.
 COUNT_DOWN_MORE = f"""
 WITH marker AS (
     SELECT m.id, m.parent_id, m.after_child FROM queue_engine_flowrelease m
      ORDER BY m.id LIMIT 1
        FOR UPDATE SKIP LOCKED
-), counting AS (
-    SELECT e.parent_id, e.child_id, e.flow_id,
-           row_number() OVER (ORDER BY e.child_id) AS nth
-      FROM marker m CROSS JOIN LATERAL (
-            SELECT e.parent_id, e.child_id, e.flow_id FROM queue_engine_flowedge e
-             WHERE e.parent_id = m.parent_id AND e.child_id > m.after_child
-             ORDER BY e.child_id LIMIT %(chunk)s::int + 1) e
-), {_COUNT_DOWN_CHILDREN}, advanced AS (
+), parents AS (
+    SELECT m.parent_id AS id, m.after_child AS after FROM marker m
+), {_NEXT_CHUNKS}, {_COUNT_DOWN_CHILDREN}, advanced AS (
     UPDATE queue_engine_flowrelease m SET after_child = c.child_id
       FROM counting c
      WHERE m.id = (SELECT id FROM marker) AND c.nth = %(chunk)s::int
        AND EXISTS (SELECT 1 FROM counting d WHERE d.nth > %(chunk)s::int)
-    RETURNING m.id
 ), finished AS (
     DELETE FROM queue_engine_flowrelease m
      WHERE m.id = (SELECT id FROM marker)
        AND NOT EXISTS (SELECT 1 FROM counting d WHERE d.nth > %(chunk)s::int)
-    RETURNING m.id
 ), woken AS (
     SELECT pg_notify('qe_wake', q.queue)
       FROM (SELECT DISTINCT l.queue FROM released l WHERE l.state = 'available') q
 )
 SELECT (SELECT count(*) FROM marker), (SELECT count(*) FROM released),
-       (SELECT count(*) FROM woken) + (SELECT count(*) FROM advanced)
-       + (SELECT count(*) FROM finished),
+       (SELECT count(*) FROM woken),
        COALESCE((SELECT array_agg(DISTINCT r.flow_id) FROM releasing r), '{{}}')
 """
 

@@ -87,9 +87,9 @@ REPLAN_MAX = 600.0
 
 @dataclass
 class _Plans:
+    interval: float  # until the next plans
     names: set[str] = field(default_factory=set)  # prepared on this connection
     planned_at: float = field(default_factory=time.monotonic)
-    interval: float = REPLAN_FIRST
 
 
 _plans_on: weakref.WeakKeyDictionary[psycopg.AsyncConnection[Any], _Plans] = (
