@@ -201,6 +201,11 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 #   later queue_engine_queue_room() call does not wait again). For any other queue it
 #   try-locks each key: a key another claimer is deciding on gets no room, so busy
 #   claimers take other keys' work instead of waiting.
+# - Keys already at their cap (counted without a lock, in q.full_keys) are passed over
+#   when candidates are read: a busy key's backlog would otherwise fill every claim's
+#   candidates and starve the other keys. Their waiting jobs are still walked in the
+#   claim index, so a backlog of millions on one capped key makes claims of its queue
+#   slower, never stuck.
 # - The labels test is written so the planner sees that most jobs require none.
 CLAIM = """
 WITH configs AS (
@@ -212,6 +217,23 @@ WITH configs AS (
            c.rate_window,
            (c.group_concurrency IS NOT NULL OR EXISTS (
                 SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name)) AS grouped,
+           -- Keys already at their cap, by a count without a lock: their waiting jobs
+           -- are passed over when candidates are read, so that a busy key with a
+           -- backlog never fills the candidates and starves the other keys. (The
+           -- count under the lock, in rooms, still decides; a key that frees room
+           -- meanwhile is read again by the next claim.)
+           CASE WHEN c.group_concurrency IS NOT NULL OR EXISTS (
+                    SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name) THEN (
+               SELECT array_agg(r.group_key)
+                 FROM (SELECT r.group_key, count(*) AS running
+                         FROM queue_engine_job r
+                        WHERE r.state = 'running' AND r.queue = c.name
+                          AND r.group_key IS NOT NULL
+                        GROUP BY r.group_key) r
+                 LEFT JOIN queue_engine_grouplimit g
+                   ON g.queue = c.name AND g.group_key = r.group_key
+                WHERE r.running >= COALESCE(g.max_concurrency, c.group_concurrency))
+           END AS full_keys,
            (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL) AS limited,
            -- Without the queue's lock: how many candidates are worth reading and locking.
            GREATEST(LEAST(
@@ -232,6 +254,8 @@ WITH configs AS (
               FROM queue_engine_job
              WHERE state = 'available' AND queue = q.name AND run_at <= now()
                AND (labels = '{}' OR labels <@ %(labels)s::varchar[])
+               AND (q.full_keys IS NULL OR group_key IS NULL
+                    OR group_key <> ALL(q.full_keys))
              ORDER BY priority DESC, run_at, id
              LIMIT CASE WHEN q.grouped THEN q.room_guess * 2 ELSE q.room_guess END
                FOR UPDATE SKIP LOCKED

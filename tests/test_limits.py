@@ -119,3 +119,22 @@ def test_group_caps_hold_fleet_wide_while_other_keys_flow(
     last_busy = max(finished[i] for i in ids[:8])
     small_keys_done = max(finished[i] for i in ids[17:])
     assert small_keys_done < last_busy, "other keys waited behind the busy key"
+
+
+# A busy key's backlog far larger than what one claim reads as candidates (twice its
+# free slots): were the candidates read in queue order only, every one would belong to
+# the busy key, at its cap, and the other keys would wait for the whole backlog.
+@pytest.mark.parametrize("queue_cap", [None, 50], ids=["keys-only", "queue-capped-too"])
+def test_a_busy_keys_backlog_does_not_starve_the_other_keys(
+    workers: Workers, executions: None, queue_cap: int | None
+) -> None:
+    QueueConfig.objects.update_or_create(
+        name="grouped", defaults={"group_concurrency": 1, "max_concurrency": queue_cap}
+    )
+    busy = jobs.grouped.enqueue_many([{"key": "busy", "pause": 0.5}] * 60)
+    others = jobs.grouped.enqueue_many([{"key": f"k{i}", "pause": 0.05} for i in range(5)])
+
+    workers.start("--queues", "grouped", "--concurrency", "4")
+    wait_for(lambda: JobRecord.objects.filter(pk__in=others).count() == len(others), timeout=15)
+
+    assert JobRecord.objects.filter(pk__in=busy).count() < 20, "the busy key's backlog ran first"
