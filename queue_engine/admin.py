@@ -213,7 +213,8 @@ class QueueConfigAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-
 
     @admin.action(
         permissions=["change"],
-        description="Hand the selected queues' edited settings back to QUEUE_ENGINE settings",
+        description="Hand the selected queues' edited limits and retention back to "
+        "QUEUE_ENGINE settings (paused queues stay paused)",
     )
     def reset(self, request: HttpRequest, queryset: QuerySet[QueueConfig]) -> None:
         _each(
@@ -221,7 +222,7 @@ class QueueConfigAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-
             self,
             list(queryset.values_list("name", flat=True)),
             lambda n: ops_queues.reset_queue_config(n, actor=request.user),
-            "Reset to settings",
+            "Limits and retention reset to settings, pause state kept",
         )
 
 

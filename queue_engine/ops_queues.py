@@ -67,12 +67,14 @@ def resume_queue(name: str, *, actor: Any = None) -> QueueConfig:
 
 
 def reset_queue_config(name: str, *fields: str, actor: Any = None) -> QueueConfig:
-    """Hand fields (default: all) back to settings: their values become the settings' ones.
+    """Hand fields back to settings: their values become the settings' ones.
 
-    The fields leave `edited_fields`, so the next worker start sets them again.
+    The default is every limit and retention field but not `paused`: handing
+    settings back never pauses or resumes a queue unless the caller names
+    "paused". The fields leave `edited_fields`, so the next worker start sets them again.
     """
     check_settings(name, dict.fromkeys(fields, None), values=False)
-    return _update(name, {}, actor, action="queue_config_reset", reset=fields or EDITABLE)
+    return _update(name, {}, actor, action="queue_config_reset", reset=fields or tuple(LIMITS))
 
 
 def set_group_limit(

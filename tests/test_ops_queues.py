@@ -249,6 +249,52 @@ def test_admin_redrive_action_puts_dead_jobs_back(admin_client: Client) -> None:
 
 
 @pytest.mark.django_db
+def test_admin_hand_back_keeps_a_paused_queue_paused() -> None:
+    ops_queues.pause_queue("emails", actor="alice")
+    ops_queues.update_queue_config("emails", actor="alice", max_concurrency=8)
+    editor = User.objects.create_user("editor", password="x", is_staff=True)
+    editor.user_permissions.add(
+        *Permission.objects.filter(
+            codename__in=["view_queueconfig", "change_queueconfig"],
+            content_type__app_label="queue_engine",
+        )
+    )
+    client = Client()
+    client.force_login(editor)
+
+    page = client.get("/admin/queue_engine/queueconfig/")
+    reset = client.post(
+        "/admin/queue_engine/queueconfig/", {"action": "reset", "_selected_action": ["emails"]}
+    )
+
+    assert "paused queues stay paused" in page.content.decode()
+    assert reset.status_code == 302
+    config = QueueConfig.objects.get(name="emails")
+    assert (config.paused, config.max_concurrency, config.edited_fields) == (True, None, ["paused"])
+    event = AuditEvent.objects.get(actor="editor")
+    assert (event.action, event.details) == (
+        "queue_config_reset",
+        {"changes": {"max_concurrency": [8, None]}, "handed_back": ["max_concurrency"]},
+    )
+
+
+@pytest.mark.django_db
+def test_reset_hands_paused_back_only_when_named() -> None:
+    ops_queues.pause_queue("emails", actor="alice")
+
+    ops_queues.reset_queue_config("emails", actor="bob")
+    kept = QueueConfig.objects.get(name="emails")
+    ops_queues.reset_queue_config("emails", "paused", actor="bob")
+
+    assert (kept.paused, kept.edited_fields) == (True, ["paused"])
+    config = QueueConfig.objects.get(name="emails")
+    assert (config.paused, config.edited_fields) == (False, [])
+    assert [e.details for e in AuditEvent.objects.filter(actor="bob").order_by("id")] == [
+        {"changes": {"paused": [True, False]}, "handed_back": ["paused"]},
+    ]
+
+
+@pytest.mark.django_db
 def test_admin_actions_need_the_operator_permission(viewer: Client) -> None:
     live = jobs.noop.enqueue()
 
