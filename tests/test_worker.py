@@ -225,6 +225,17 @@ def test_cancel_reaches_a_running_job_within_a_second(workers: Workers, definiti
     wait_for(lambda: WorkerProcess.objects.get().in_flight == 0, timeout=8)
 
 
+def test_a_live_worker_whose_registration_was_swept_registers_again(workers: Workers) -> None:
+    workers.start("--queues", "slow")
+    wait_for(lambda: WorkerProcess.objects.exists(), timeout=30)
+    worker_id, pid = WorkerProcess.objects.values_list("id", "pid").get()
+
+    WorkerProcess.objects.all().delete()  # what the stale sweep does to an unreachable worker
+
+    wait_for(lambda: WorkerProcess.objects.filter(id=worker_id, pid=pid).exists(), timeout=10)
+    assert "registered again" in workers.output()
+
+
 def test_idle_async_job_is_cancelled_and_retried(workers: Workers) -> None:
     job = jobs.silent_async.enqueue()
     workers.start()

@@ -184,7 +184,12 @@ class Worker:
         log.info("worker %s stopped (%d jobs claimed)", self.worker_id, self.claimed_total)
 
     async def _register(self) -> None:
-        params = {
+        await self.aux.run(
+            lambda c: c.execute(sql.REGISTER_WORKER, self._registration()), what="register"
+        )
+
+    def _registration(self) -> dict[str, Any]:
+        return {
             "id": self.worker_id,
             "host": socket.gethostname(),
             "pid": os.getpid(),
@@ -192,7 +197,6 @@ class Worker:
             "labels": self.options.labels,
             "concurrency": self.concurrency,
         }
-        await self.aux.run(lambda c: c.execute(sql.REGISTER_WORKER, params), what="register")
 
     # --- the hot loop -----------------------------------------------------------
 
@@ -498,7 +502,7 @@ class Worker:
     async def _heartbeat(self, conn: psycopg.AsyncConnection) -> None:
         executions = list(self.inflight.values())
         async with conn.transaction():
-            await conn.execute(
+            beat = await conn.execute(
                 sql.WORKER_HEARTBEAT,
                 {
                     "id": self.worker_id,
@@ -506,6 +510,12 @@ class Worker:
                     "is_leader": self.leader.is_leader,
                 },
             )
+            if beat.rowcount == 0:
+                # Swept as stale (say, while Postgres was out of reach longer than
+                # STALE_WORKER_AFTER) or deleted by hand: this worker is alive, so it
+                # registers again rather than vanishing from the console for good.
+                await conn.execute(sql.REGISTER_WORKER, self._registration())
+                log.info("worker %s: its registration was gone; registered again", self.worker_id)
             if not executions:
                 return
             cur = await conn.execute(
