@@ -344,7 +344,12 @@ def _declaration(
         raise ScheduleError(
             f"Schedule {name!r}: give a @job function or a kind name, not {kind!r}."
         )
-    template = dict(payload or {}) if isinstance(payload, Mapping) or payload is None else payload
+    if payload is not None and not isinstance(payload, Mapping):
+        raise ScheduleError(
+            f"Schedule {name!r}: the payload must be a dict of the job's arguments by name "
+            f"(or None for none), not a {type(payload).__name__} ({payload!r:.60})."
+        )
+    template = dict(payload or {})
     example = fire_spec(
         name=name,
         kind=kind,

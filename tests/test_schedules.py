@@ -92,6 +92,8 @@ def test_redeclaring_keeps_an_operators_disable() -> None:
         ({"every": 60, "priority": 500}, "priority must be a whole number from -100 to 100"),
         ({"every": 60, "kind": "tests.add", "payload": {"a": 1}}, "does not fit the arguments"),
         ({"every": 60, "missed": "replay"}, "missed must be 'run_once' or 'skip'"),
+        ({"every": 60, "payload": "x"}, "the payload must be a dict of the job's arguments"),
+        ({"every": 60, "payload": [["a", 1]]}, "must be a dict of the job's arguments by name"),
     ],
 )
 def test_a_bad_declaration_says_what_is_wrong_and_writes_nothing(kwargs, message) -> None:  # type: ignore[no-untyped-def]
@@ -272,6 +274,36 @@ def test_a_bad_settings_schedule_fails_the_system_check(settings) -> None:  # ty
 
     assert [e.id for e in errors] == ["queue_engine.E020"]
     assert "['broken']" in errors[0].msg and "has 4 fields" in errors[0].msg
+
+
+@pytest.mark.parametrize("payload", ["x", [1, 2], [["a", 1]], 3])
+def test_a_settings_schedule_with_a_non_dict_payload_fails_the_system_check(  # type: ignore[no-untyped-def]
+    settings, payload
+) -> None:
+    settings.QUEUE_ENGINE = {
+        **settings.QUEUE_ENGINE,
+        "SCHEDULES": {"bad": {"kind": "tests.noop", "every": 60, "payload": payload}},
+    }
+
+    errors = check_schedules()
+
+    assert [e.id for e in errors] == ["queue_engine.E020"]
+    assert errors[0].msg.startswith("QUEUE_ENGINE['SCHEDULES']['bad']: Schedule 'bad': ")
+    assert "must be a dict of the job's arguments by name (or None for none), not a " in (
+        errors[0].msg
+    )
+
+
+@pytest.mark.django_db
+def test_upsert_refuses_a_non_dict_payload_and_writes_nothing() -> None:
+    with pytest.raises(ScheduleError) as caught:
+        schedules.upsert_interval("bad", jobs.noop, every=60, payload=["x"])  # type: ignore[arg-type]
+
+    assert str(caught.value) == (
+        "Schedule 'bad': the payload must be a dict of the job's arguments by name "
+        "(or None for none), not a list (['x'])."
+    )
+    assert not Schedule.objects.exists() and not AuditEvent.objects.exists()
 
 
 # --- firing --------------------------------------------------------------------------------
