@@ -8,6 +8,7 @@ by `make run` on exit and by `make test`) stops it cleanly.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -26,7 +27,16 @@ def embedded_url(data_dir: Path = DATA_DIR) -> str:
     cached = PostgresServer._instances.get(data_dir.resolve())
     if cached is not None and not is_running(data_dir):
         del PostgresServer._instances[data_dir.resolve()]  # stopped since: start it again
-    server = get_server(data_dir, cleanup_mode=None)
+    try:
+        server = get_server(data_dir, cleanup_mode=None)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"the embedded Postgres in {data_dir} did not start ({exc}); its log is "
+            f"{data_dir / 'log'}: fix what it says, or delete {data_dir} to start afresh "
+            "(its data is lost), or set DATABASE_URL to use your own server"
+        ) from None
     return str(server.get_uri())
 
 
@@ -55,7 +65,13 @@ def stop(data_dir: Path = DATA_DIR) -> bool:
 def main(argv: list[str]) -> int:
     command = argv[1] if len(argv) > 1 else "url"
     if command in ("start", "url"):
-        print(embedded_url())
+        from django.core.exceptions import ImproperlyConfigured
+
+        try:
+            print(embedded_url())
+        except ImproperlyConfigured as exc:
+            print(f"jobsite: {exc}.", file=sys.stderr)
+            return 1
         return 0
     if command == "stop":
         print("embedded Postgres stopped" if stop() else "embedded Postgres was not running")

@@ -26,8 +26,11 @@ def is_connection_error(exc: BaseException) -> bool:
     from django.db import OperationalError
 
     while exc is not None:
+        text = str(exc).lower()
+        # "failed to resolve host" (a misspelt host name) says neither "connect" nor
+        # "connection", but is the same mistake.
         if isinstance(exc, OperationalError | psycopg.OperationalError) and (
-            "connect" in str(exc).lower() or "connection" in str(exc).lower()
+            "connect" in text or "resolve host" in text
         ):
             return True
         if type(exc).__name__ == "PoolTimeout":

@@ -62,6 +62,39 @@ def test_unreachable_server_gives_one_clear_line() -> None:
     assert "from DATABASE_URL" in lines[0] and "unset DATABASE_URL" in lines[0]
 
 
+def test_unresolvable_host_gives_one_clear_line() -> None:
+    result = manage("migrate", "--check", DATABASE_URL="postgresql://postgres@nosuchhost.invalid/x")
+
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("jobsite: cannot connect to Postgres at postgres@nosuchhost.invalid")
+
+
+@pytest.mark.slow
+def test_an_embedded_postgres_that_cannot_start_says_where_its_log_is(tmp_path: Path) -> None:
+    data_dir = tmp_path / "pg"
+    devdb.embedded_url(data_dir)
+    devdb.stop(data_dir)
+    (data_dir / "PG_VERSION").write_text("7\n")  # a data directory this server cannot run
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+
+    result = subprocess.run(
+        [sys.executable, "-m", "jobsite.devdb", "start"],
+        cwd=ROOT,
+        env=env | {"JOBSITE_DATA_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"jobsite: the embedded Postgres in {data_dir} did not start")
+    assert f"its log is {data_dir / 'log'}" in last and "DATABASE_URL" in last
+    assert "Traceback" not in result.stderr
+
+
 def test_wrong_url_scheme_gives_one_clear_line() -> None:
     result = manage("check", DATABASE_URL="mysql://root:s3cret@localhost/app")
 
