@@ -31,6 +31,17 @@ def test_one_wake_up_per_queue_per_statement_at_commit(listener: psycopg.Connect
     assert sorted(wake_ups(listener)) == ["a", "b"]
 
 
+def test_the_wake_up_trigger_runs_once_per_statement_not_per_row(conninfo: str) -> None:
+    # Postgres folds identical notifications of one transaction into one, so the test
+    # above would pass with a row-level trigger too; its cost would not be the same.
+    with psycopg.connect(conninfo) as conn:
+        row = conn.execute(
+            "SELECT tgtype & 1 FROM pg_trigger WHERE tgname = 'queue_engine_job_inserted'"
+        ).fetchone()
+
+    assert row == (0,), "the trigger fires FOR EACH ROW"
+
+
 def test_scheduled_jobs_wake_nobody(listener: psycopg.Connection) -> None:
     jobs.noop.using(delay=60).enqueue()
 
