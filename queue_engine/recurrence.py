@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from calendar import monthrange
+from calendar import month_name, monthrange
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -104,6 +104,10 @@ def check_cron(expression: object) -> str:
 
 def _field_message(expression: str, parts: list[str], reason: str) -> str:
     bad = reason.removeprefix("Bad ").strip()
+    if bad == "day-of-month":
+        never = _day_never_occurs(expression, parts)
+        if never:
+            return never
     if bad in FIELDS:
         part = parts[FIELDS.index(bad)]
         return (
@@ -111,6 +115,25 @@ def _field_message(expression: str, parts: list[str], reason: str) -> str:
             f"or malformed ({FIELD_HELP}); fix that field."
         )
     return f"Cron expression {expression!r} is invalid ({reason}); check each field ({FIELD_HELP})."
+
+
+def _day_never_occurs(expression: str, parts: list[str]) -> str | None:
+    """Why a valid day-of-month was refused: no allowed month is that long (30 in 2, 31 in 4)."""
+    minute, hour, day, month, weekday = parts
+    try:
+        CronSim(f"{minute} {hour} {day} * {weekday}", datetime(2000, 1, 1, tzinfo=UTC))
+        months = sorted(CronSim(f"0 0 1 {month} *", datetime(2000, 1, 1, tzinfo=UTC)).months)
+    except (CronSimError, ValueError, IndexError, KeyError):
+        return None  # the day-of-month field is malformed in any month
+    names = ", ".join(month_name[m] for m in months)
+    one_day, one_month = day.isdigit(), len(months) == 1
+    return (
+        f"Cron expression {expression!r}: "
+        f"{f'day {day} never occurs' if one_day else f'days {day} never occur'} in "
+        f"{'month' if one_month else 'months'} {month} ({names}): this schedule would never "
+        f"fire; pick a day {'that month has' if one_month else 'those months have'} "
+        "(L is the last day)."
+    )
 
 
 def _matches_some_day(sim: CronSim) -> bool:

@@ -79,7 +79,8 @@ def test_redeclaring_keeps_an_operators_disable() -> None:
     [
         ({"cron": "61 * * * *"}, "the minute field '61' is out of range"),
         ({"cron": "* * * *"}, "has 4 fields; give exactly five"),
-        ({"cron": "0 0 30 2 *"}, "the day-of-month field '30'"),
+        ({"cron": "0 0 30 2 *"}, "day 30 never occurs in month 2 (February)"),
+        ({"cron": "0 0 32 2 *"}, "the day-of-month field '32' is out of range"),
         ({"cron": "0 0 */31 2 MON#5"}, "never fires"),
         ({"cron": "0 0 * * *", "timezone": "Mars/Olympus"}, "Unknown time zone 'Mars/Olympus'"),
         ({"cron": "0 0 * * *", "timezone": "../../etc/passwd"}, "Unknown time zone"),
@@ -105,6 +106,41 @@ def test_a_bad_declaration_says_what_is_wrong_and_writes_nothing(kwargs, message
     assert message in str(caught.value)
     assert not Schedule.objects.exists()
     assert not AuditEvent.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        (
+            "0 0 30 2 *",
+            "Cron expression '0 0 30 2 *': day 30 never occurs in month 2 (February): this "
+            "schedule would never fire; pick a day that month has (L is the last day).",
+        ),
+        (
+            "0 0 31 4 *",
+            "Cron expression '0 0 31 4 *': day 31 never occurs in month 4 (April): this "
+            "schedule would never fire; pick a day that month has (L is the last day).",
+        ),
+        (
+            "0 0 31 FEB,APR *",
+            "Cron expression '0 0 31 FEB,APR *': day 31 never occurs in months FEB,APR "
+            "(February, April): this schedule would never fire; pick a day those months have "
+            "(L is the last day).",
+        ),
+        (
+            "0 0 30-31 2 *",
+            "Cron expression '0 0 30-31 2 *': days 30-31 never occur in month 2 (February): "
+            "this schedule would never fire; pick a day that month has (L is the last day).",
+        ),
+    ],
+)
+def test_a_day_no_allowed_month_has_is_refused_as_never_occurring(
+    expression: str, message: str
+) -> None:
+    with pytest.raises(ScheduleError) as caught:
+        check_cron(expression)
+
+    assert str(caught.value) == message
 
 
 HOSTILE = [
