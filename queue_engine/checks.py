@@ -33,6 +33,8 @@ def check_runworker_command(app_configs: Any = None, **kwargs: Any) -> list[chec
 
 
 def check_tasks_backend(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from queue_engine.conf import option
+
     errors: list[checks.CheckMessage] = []
     for alias, config in getattr(settings, "TASKS", {}).items():
         if config.get("BACKEND") != "queue_engine.tasks_backend.QueueEngineBackend":
@@ -44,6 +46,23 @@ def check_tasks_backend(app_configs: Any = None, **kwargs: Any) -> list[checks.C
                     f"TASKS[{alias!r}]['QUEUES'] is empty, so no task could be enqueued.",
                     hint="Remove QUEUES to allow any queue name, or list the queue names.",
                     id="queue_engine.E002",
+                )
+            )
+        declared = option("QUEUES")
+        if (
+            queues
+            and isinstance(declared, dict)
+            and option("ALLOW_UNDECLARED_QUEUES") is False
+            and set(queues) - set(declared)
+        ):
+            missing = ", ".join(sorted(set(queues) - set(declared)))
+            errors.append(
+                checks.Error(
+                    f"TASKS[{alias!r}]['QUEUES'] names queues QUEUE_ENGINE['QUEUES'] does not "
+                    f"declare ({missing}), while ALLOW_UNDECLARED_QUEUES is False: tasks sent "
+                    "there would be refused.",
+                    hint="Declare them in QUEUE_ENGINE['QUEUES'], or remove them from QUEUES.",
+                    id="queue_engine.E009",
                 )
             )
         if config.get("OPTIONS"):
@@ -74,15 +93,46 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
         ("MAX_PAYLOAD_BYTES", int, 1),
         ("POLL_INTERVAL", (int, float), 0.01),
         ("FLOW_RELEASE_CHUNK", int, 1),
+        ("LOCK_DURATION", (int, float), 1),
+        ("MAX_RESCUES", int, 1),
+        ("SHUTDOWN_TIMEOUT", (int, float), 0),
+        ("CONSOLE_STATEMENT_TIMEOUT", (int, float), 0),
     ):
         value = option(name)
-        if not isinstance(value, kind) or isinstance(value, bool) or value < minimum:
+        if not isinstance(value, kind) or isinstance(value, bool) or not value >= minimum:
+            what = "a whole number" if kind is int else "a number"
             errors.append(
                 checks.Error(
-                    f"QUEUE_ENGINE[{name!r}] must be a number of at least {minimum}, not {value!r}.",
+                    f"QUEUE_ENGINE[{name!r}] must be {what} of at least {minimum}, not {value!r}.",
                     id="queue_engine.E004",
                 )
             )
+    for name in ("ALLOW_UNKNOWN_KINDS", "ALLOW_UNDECLARED_QUEUES", "PREPARED_STATEMENTS"):
+        value = option(name)
+        if not isinstance(value, bool):
+            errors.append(
+                checks.Error(
+                    f"QUEUE_ENGINE[{name!r}] must be True or False, not {value!r}.",
+                    id="queue_engine.E005",
+                )
+            )
+    default_queue = option("DEFAULT_QUEUE")
+    if not isinstance(default_queue, str) or not default_queue.strip() or len(default_queue) > 128:
+        errors.append(
+            checks.Error(
+                "QUEUE_ENGINE['DEFAULT_QUEUE'] must be a queue name of 1 to 128 characters, "
+                f"not {default_queue!r}.",
+                id="queue_engine.E007",
+            )
+        )
+    masked = option("CONSOLE_MASKED_KEYS")
+    if isinstance(masked, str) or not all(isinstance(word, str) for word in masked):
+        errors.append(
+            checks.Error(
+                f"QUEUE_ENGINE['CONSOLE_MASKED_KEYS'] must be a list of words, not {masked!r}.",
+                id="queue_engine.E008",
+            )
+        )
     queues = option("QUEUES")  # its shape and values: check_queue_settings
     if (
         isinstance(queues, dict)

@@ -65,6 +65,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 DEFAULTS: dict[str, Any] = {
     "DEFAULT_QUEUE": "default",
@@ -100,22 +101,30 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+def configured() -> dict[str, Any]:
+    """settings.QUEUE_ENGINE, refused with one clear line when it is not a dict."""
+    value = getattr(settings, "QUEUE_ENGINE", None) or {}
+    if not isinstance(value, dict):
+        raise ImproperlyConfigured(
+            f"settings.QUEUE_ENGINE must be a dict of options, not a {type(value).__name__}; "
+            "see queue_engine/conf.py for the options and their defaults"
+        )
+    return value
+
+
 def snapshot() -> dict[str, Any]:
     """Every option at once, for code that reads several per job (enqueue_many)."""
-    configured: dict[str, Any] = getattr(settings, "QUEUE_ENGINE", {}) or {}
-    return {**DEFAULTS, **configured}
+    return {**DEFAULTS, **configured()}
 
 
 def option(name: str) -> Any:
-    configured: dict[str, Any] = getattr(settings, "QUEUE_ENGINE", {}) or {}
-    return configured.get(name, DEFAULTS[name])
+    return configured().get(name, DEFAULTS[name])
 
 
 def is_set(name: str) -> bool:
     """Whether settings give this option, rather than leaving it to its default."""
-    return name in (getattr(settings, "QUEUE_ENGINE", {}) or {})
+    return name in configured()
 
 
 def unknown_options() -> list[str]:
-    configured: dict[str, Any] = getattr(settings, "QUEUE_ENGINE", {}) or {}
-    return sorted(set(configured) - set(DEFAULTS))
+    return sorted(set(configured()) - set(DEFAULTS))

@@ -60,5 +60,19 @@ def autodiscover() -> None:
     from queue_engine.conf import option
 
     autodiscover_modules("jobs")
-    for module in option("JOB_MODULES"):
-        import_module(module)
+    modules = option("JOB_MODULES")
+    if isinstance(modules, str) or not all(isinstance(m, str) for m in modules):
+        raise ImproperlyConfigured(
+            f"QUEUE_ENGINE['JOB_MODULES'] must be a list of module names, not {modules!r}; "
+            'for example ["myapp.jobs"]'
+        )
+    for module in modules:
+        try:
+            import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not (module + ".").startswith(exc.name + "."):
+                raise  # the module exists; something it imports does not
+            raise ImproperlyConfigured(
+                f"QUEUE_ENGINE['JOB_MODULES'] names {module!r}, which cannot be imported "
+                f"({exc}); check its spelling and that its package is installed"
+            ) from None

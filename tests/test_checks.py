@@ -3,10 +3,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import get_commands
 from django.test import override_settings
 
 from queue_engine import checks
+from queue_engine.registry import autodiscover
 
 
 def test_default_settings_pass_every_check() -> None:
@@ -46,6 +48,67 @@ def test_bad_engine_settings_are_reported() -> None:
     ids = sorted(str(e.id) for e in checks.check_engine_settings())
 
     assert ids == ["queue_engine.E003", "queue_engine.E004"]
+
+
+@override_settings(
+    QUEUE_ENGINE={
+        "ALLOW_UNDECLARED_QUEUES": "no",
+        "DEFAULT_QUEUE": "",
+        "MAX_RESCUES": -1,
+        "SHUTDOWN_TIMEOUT": "x",
+        "CONSOLE_STATEMENT_TIMEOUT": -5,
+        "CONSOLE_MASKED_KEYS": "password",
+    }
+)
+def test_mistyped_engine_settings_are_reported_with_the_option_named() -> None:
+    errors = checks.check_engine_settings()
+
+    assert sorted(str(e.id) for e in errors) == [
+        *["queue_engine.E004"] * 3,
+        "queue_engine.E005",
+        "queue_engine.E007",
+        "queue_engine.E008",
+    ]
+    text = " ".join(e.msg for e in errors)
+    for name in ("MAX_RESCUES", "SHUTDOWN_TIMEOUT", "CONSOLE_STATEMENT_TIMEOUT", "ALLOW_UNDECL"):
+        assert name in text
+
+
+@override_settings(QUEUE_ENGINE=["not", "a", "dict"])
+def test_a_queue_engine_setting_that_is_not_a_dict_is_one_clear_error() -> None:
+    with pytest.raises(ImproperlyConfigured, match="QUEUE_ENGINE must be a dict of options"):
+        checks.check_engine_settings()
+
+
+@pytest.mark.parametrize(
+    ("modules", "message"),
+    [
+        ("tests.jobs", "must be a list of module names"),
+        (["tests.no_such_jobs"], "names 'tests.no_such_jobs', which cannot be imported"),
+    ],
+)
+def test_bad_job_modules_are_one_clear_error(modules: Any, message: str) -> None:
+    with (
+        override_settings(QUEUE_ENGINE={"JOB_MODULES": modules}),
+        pytest.raises(ImproperlyConfigured, match=message),
+    ):
+        autodiscover()
+
+
+def test_tasks_queues_must_be_declared_when_queues_are_locked_down() -> None:
+    tasks = {
+        "default": {
+            "BACKEND": "queue_engine.tasks_backend.QueueEngineBackend",
+            "QUEUES": ["default", "emails"],
+        }
+    }
+    engine = {"QUEUES": {"default": {}}, "ALLOW_UNDECLARED_QUEUES": False}
+
+    with override_settings(TASKS=tasks, QUEUE_ENGINE=engine):
+        errors = checks.check_tasks_backend()
+
+    assert [e.id for e in errors] == ["queue_engine.E009"]
+    assert "(emails)" in errors[0].msg
 
 
 @override_settings(QUEUE_ENGINE={"QUEUES": {"emails": {}}, "ALLOW_UNDECLARED_QUEUES": False})
