@@ -139,7 +139,8 @@ SELECT q.queue, s.slot,
 # --- job lists ----------------------------------------------------------------------
 
 # Filters on text, payload or meta have no index: those pages search a bounded
-# range of ids (%(floor)s / %(ceiling)s) and say where to continue.
+# range of ids (%(floor)s / %(ceiling)s) and say where to continue. Text matches
+# the display name: the name, or the kind of an unnamed job.
 
 # The newest id, live or ended (two index lookups).
 MAX_JOB_ID = """
@@ -150,7 +151,7 @@ SELECT GREATEST((SELECT max(id) FROM queue_engine_job),
 _LIST_FILTERS = """(%(queue)s::varchar IS NULL OR queue = %(queue)s)
    AND (%(state)s::varchar IS NULL OR state = %(state)s)
    AND (%(kind)s::varchar IS NULL OR kind = %(kind)s)
-   AND (%(text)s::text IS NULL OR name ILIKE %(text)s)
+   AND (%(text)s::text IS NULL OR COALESCE(NULLIF(name, ''), kind) ILIKE %(text)s)
    AND (%(payload)s::jsonb IS NULL OR payload @> %(payload)s::jsonb)
    AND (%(meta)s::jsonb IS NULL OR meta @> %(meta)s::jsonb)"""
 

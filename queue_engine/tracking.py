@@ -135,6 +135,11 @@ class Series:
 
 def step_for(window: timedelta) -> timedelta:
     """The bucket size a window is drawn with: at most MAX_POINTS points."""
+    if not isinstance(window, timedelta):
+        raise TrackingError(
+            f"A series window is a timedelta from 15 minutes to 30 days, such as "
+            f"timedelta(hours=1), not {type(window).__name__} {window!r}."
+        )
     if not MIN_WINDOW <= window <= MAX_WINDOW:
         raise TrackingError(
             f"A series window runs from 15 minutes to 30 days, not {window}; "
@@ -153,12 +158,23 @@ def metric_series(
     Points are zero-filled and end with the current, partial step. Closed
     buckets come from the rollup, the last minutes straight from the history.
     """
+    if queue is not None and not isinstance(queue, str):
+        raise TrackingError(f"A series queue is a queue name or None, not {queue!r}.")
     return _series(window, None if queue is None else [queue], kind)[queue]
 
 
 def queue_series(window: timedelta, queues: Sequence[str]) -> dict[str, Series]:
     """`metric_series` of each of these queues, read in one query."""
+    if (
+        isinstance(queues, str)
+        or not isinstance(queues, Sequence)
+        or not all(isinstance(name, str) for name in queues)
+    ):
+        raise TrackingError(
+            f"queue_series takes a list of queue names, such as ['emails'], not {queues!r}."
+        )
     if not queues:
+        step_for(window)
         return {}
     series = _series(window, list(dict.fromkeys(queues)), None)
     return {name: s for name, s in series.items() if name is not None}
@@ -169,6 +185,8 @@ def _series(
 ) -> dict[str | None, Series]:
     """One Series per queue of `queues`, or under None one of every queue together."""
     step = step_for(window)
+    if kind is not None and not isinstance(kind, str):
+        raise TrackingError(f"A series kind is a job kind name or None, not {kind!r}.")
     seconds = int(step.total_seconds())
     with connection.cursor() as cursor:
         cursor.execute(q.ROLLED_UP_TO)

@@ -78,6 +78,35 @@ def test_windows_outside_15_minutes_to_30_days_are_refused(window: timedelta) ->
         tracking.metric_series(window)
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: tracking.metric_series(900), "A series window is a timedelta"),  # type: ignore[arg-type]
+        (lambda: tracking.metric_series("1h"), "not str '1h'"),  # type: ignore[arg-type]
+        (
+            lambda: tracking.metric_series(timedelta(hours=1), queue=5),  # type: ignore[arg-type]
+            "A series queue is a queue name or None, not 5.",
+        ),
+        (
+            lambda: tracking.metric_series(timedelta(hours=1), kind=["a"]),  # type: ignore[arg-type]
+            "A series kind is a job kind name or None",
+        ),
+        (lambda: tracking.queue_series(3600, ["a"]), "A series window is a timedelta"),  # type: ignore[arg-type]
+        (
+            lambda: tracking.queue_series(timedelta(hours=1), "emails"),
+            "takes a list of queue names, such as ['emails'], not 'emails'.",
+        ),
+    ],
+)
+def test_bad_series_arguments_raise_tracking_error_saying_what_to_give(
+    call: Callable[[], Any], message: str
+) -> None:
+    with pytest.raises(TrackingError) as caught:
+        call()
+
+    assert message in str(caught.value)
+
+
 def test_series_stitch_the_rollup_with_the_live_tail(conninfo: str) -> None:
     now = database_now()
     rolled = [
@@ -209,6 +238,27 @@ def test_a_time_range_bounds_end_times_of_ended_jobs(
 
     ended = JobRecord.objects.filter(state="succeeded", finished_at__gte=start, finished_at__lt=end)
     assert found == sorted(ended.values_list("id", flat=True), reverse=True) and found
+
+
+def test_text_filter_matches_an_unnamed_jobs_kind_as_displayed() -> None:
+    now = database_now()
+    unnamed = record(now, queue="q", kind="app.send_invoice")
+    named = record(now, queue="q", kind="app.send_invoice")
+    named.name = "monthly run"
+    JobRecord.objects.bulk_create([unnamed, named])
+    waiting = Job.objects.create(id=named.id + 1, kind="app.send_invoice", queue="q")
+    other = Job.objects.create(
+        id=named.id + 2, kind="app.other", queue="q", name="invoice reminder"
+    )
+
+    by_kind = tracking.list_jobs(JobFilter(text="SEND_INV"))
+    by_name = tracking.list_jobs(JobFilter(text="invoice"))
+    history_only = tracking.list_jobs(JobFilter(text="send_inv", state="succeeded"))
+
+    assert [j.display_name for j in by_kind.jobs] == ["app.send_invoice", "app.send_invoice"]
+    assert {j.id for j in by_kind.jobs} == {waiting.id, unnamed.id}
+    assert {j.id for j in by_name.jobs} == {waiting.id, other.id, unnamed.id}
+    assert [j.id for j in history_only.jobs] == [unnamed.id]
 
 
 def test_unindexed_filters_search_bounded_id_ranges_and_say_where_to_go_on() -> None:
