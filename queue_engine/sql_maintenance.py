@@ -83,9 +83,12 @@ SELECT name, retain_succeeded, retain_failed, retain_cancelled
 
 # The end of a queue's window for one state: rows that ended before it go, except
 # those the metrics rollup may still read (within a minute of its watermark, or after).
-_RETENTION_CUTOFF = """LEAST(now() - make_interval(secs => %(keep)s),
-                  (SELECT rolled_up_to - interval '1 minute' FROM queue_engine_rollupstate
-                    WHERE name = 'metrics'))"""
+# NULL, so that nothing goes, until the rollup has a watermark: LEAST alone would
+# skip a NULL watermark and delete rows the rollup never counted.
+_RETENTION_CUTOFF = """(SELECT LEAST(now() - make_interval(secs => %(keep)s),
+                         rolled_up_to - interval '1 minute')
+          FROM queue_engine_rollupstate
+         WHERE name = 'metrics' AND rolled_up_to IS NOT NULL)"""
 
 RETENTION_CUTOFF = f"SELECT {_RETENTION_CUTOFF}"
 

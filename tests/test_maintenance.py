@@ -141,6 +141,28 @@ def test_gc_keeps_rows_the_rollup_has_not_counted_yet(conninfo: str) -> None:
     assert list(JobRecord.objects.values_list("id", flat=True)) == [recent.id]
 
 
+@pytest.mark.parametrize("state_row", [True, False], ids=["watermark NULL", "no state row"])
+def test_gc_deletes_nothing_before_the_rollups_first_watermark(
+    conninfo: str, state_row: bool
+) -> None:
+    QueueConfig.objects.create(name="gc", retain_succeeded=60)
+    if state_row:
+        rolled_up_to(None)  # type: ignore[arg-type]  # the first rollup has not finished
+    now = database_now()
+    old = with_logs([record(now - timedelta(days=2)), record(now - timedelta(hours=1))])
+    swept = Swept()
+
+    collected = run_service(conninfo, delete_expired, swept=swept)
+    swept_before = dict(swept.until)
+    run_service(conninfo, roll_up)
+    after_rollup = run_service(conninfo, delete_expired, swept=swept)
+
+    assert collected.deleted == 0 and swept_before == {}  # the next sweep reads everything
+    assert after_rollup.deleted == len(old) and not JobLog.objects.exists()
+    counted = MetricBucket.objects.filter(size=60, queue="gc")
+    assert sum(counted.values_list("succeeded", flat=True)) == len(old)
+
+
 # --- metrics rollup ---------------------------------------------------------------------
 
 

@@ -79,15 +79,16 @@ async def delete_expired(
                     batches += 1
                     deleted += len(rows)
                 if len(rows) < batch_size:
-                    if swept is not None:
-                        swept.until[(queue, state)] = await _cutoff(conn, keep)
+                    if swept is not None and (cutoff := await _cutoff(conn, keep)):
+                        swept.until[(queue, state)] = cutoff
                     break
     return Collected(deleted, batches, more=False)
 
 
-async def _cutoff(conn: psycopg.AsyncConnection, keep: int) -> datetime:
+async def _cutoff(conn: psycopg.AsyncConnection, keep: int) -> datetime | None:
+    """Up to when this window is swept clean; None before the rollup's first watermark."""
     cur = await conn.execute(q.RETENTION_CUTOFF, {"keep": keep})
     row = await cur.fetchone()
     assert row is not None
-    cutoff: datetime = row[0]
+    cutoff: datetime | None = row[0]
     return cutoff
