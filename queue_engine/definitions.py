@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, overload
+from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, TypeIs, overload
+
+from queue_engine.payloads import text_problem
 
 if TYPE_CHECKING:
     from queue_engine.models import Job
@@ -27,6 +30,130 @@ def to_seconds(value: Seconds | None) -> float | None:
     return float(value)
 
 
+# --- option checks: each returns why a value is refused, or None ------------------------
+# Shared by @job (ValueError), .using() and enqueue (EnqueueError), which prefix the kind.
+
+# The latest run_at a job may have: Python's datetime ends with the year 9999, and a day
+# short of that leaves room for any time zone (and clock skew) when it is read back.
+LATEST_RUN_AT = datetime(9999, 12, 31, tzinfo=UTC)
+INT4_MAX = 2**31 - 1  # max_attempts is an integer column
+LABEL_MAX = 64  # labels is a varchar(64)[] column
+
+
+def is_whole_number(value: object) -> TypeIs[int]:
+    """An int, but not a bool (True is not a count of attempts or a priority)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def priority_problem(value: object) -> str | None:
+    if is_whole_number(value) and -100 <= value <= 100:
+        return None
+    return f"priority must be a whole number from -100 to 100 (higher runs first), not {value!r}."
+
+
+def max_attempts_problem(value: object) -> str | None:
+    if not is_whole_number(value) or value < 1:
+        return (
+            "max_attempts must be a whole number of at least 1 (1 means no retries), "
+            f"not {value!r}."
+        )
+    if value > INT4_MAX:
+        return f"max_attempts must be at most {INT4_MAX}, not {value!r}."
+    return None
+
+
+def labels_problem(value: object) -> str | None:
+    if isinstance(value, str):
+        return f"labels must be a list of strings, not the string {value!r}; pass [{value!r}]."
+    if not isinstance(value, list | tuple):
+        return f"labels must be a list of strings, not a {type(value).__name__} ({value!r})."
+    for label in value:
+        if not isinstance(label, str) or not 0 < len(label) <= LABEL_MAX:
+            return f"each label must be a string of 1 to {LABEL_MAX} characters, not {label!r}."
+        problem = text_problem(label)
+        if problem is not None:
+            return f"the label {label!r} {problem}"
+    return None
+
+
+def seconds_of(name: str, value: object) -> float | str:
+    """`value` (a number or a timedelta) in seconds, or why it is not a finite number
+    of seconds."""
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int too large for a float
+            seconds = math.inf
+        if math.isfinite(seconds):
+            return seconds
+        return f"{name} must be a finite number of seconds, not {value!r}."
+    return f"{name} must be a number of seconds or a timedelta, not {value!r}."
+
+
+def delay_problem(value: object) -> str | None:
+    seconds = seconds_of("delay", value)
+    if isinstance(seconds, str):
+        return seconds
+    if seconds < 0:
+        return f"delay must not be negative, not {seconds:g} seconds."
+    try:
+        too_far = datetime.now(UTC) + timedelta(seconds=seconds) > LATEST_RUN_AT
+    except OverflowError:
+        too_far = True
+    if too_far:
+        return (
+            f"a delay of {seconds:g} seconds runs the job after {LATEST_RUN_AT:%Y-%m-%d %H:%M} "
+            "UTC, the latest time a job can have; pass a shorter delay."
+        )
+    return None
+
+
+def run_at_problem(value: object) -> str | None:
+    example = "for example django.utils.timezone.now() + timedelta(minutes=5)"
+    if not isinstance(value, datetime):
+        hint = " (a date has no time of day)" if isinstance(value, date) else ""
+        return f"run_at must be an aware datetime, not a {type(value).__name__}{hint}; {example}."
+    if value.utcoffset() is None:
+        return f"run_at {value.isoformat()} has no time zone; pass an aware datetime, {example}."
+    if value > LATEST_RUN_AT:
+        return (
+            f"run_at {value.isoformat()} is after {LATEST_RUN_AT:%Y-%m-%d %H:%M} UTC, the "
+            "latest time a job can have; pass an earlier time."
+        )
+    return None
+
+
+def idle_timeout_problem(value: object) -> str | None:
+    seconds = seconds_of("idle_timeout", value)
+    if isinstance(seconds, str):
+        return seconds
+    if seconds <= 0:
+        return f"idle_timeout must be more than 0 seconds (or None for no limit), not {value!r}."
+    return None
+
+
+# What .using() checks before any enqueue; the rest needs the settings (queue) or the
+# payload (name, dedup_key, group_key), and is checked at enqueue.
+OPTION_PROBLEMS: dict[str, Callable[[Any], str | None]] = {
+    "priority": priority_problem,
+    "max_attempts": max_attempts_problem,
+    "labels": labels_problem,
+    "delay": delay_problem,
+    "run_at": run_at_problem,
+}
+
+
+def backoff_seconds(name: str, value: object) -> float:
+    seconds = seconds_of(name, value)
+    if isinstance(seconds, str):
+        raise ValueError(seconds)
+    if seconds < 0:
+        raise ValueError(f"{name} must not be negative, not {value!r}.")
+    return seconds
+
+
 @dataclass(frozen=True)
 class Backoff:
     """How long to wait before attempt n+1 after attempt n failed."""
@@ -36,15 +163,36 @@ class Backoff:
     cap: float = 3600.0
     jitter: bool = True
 
+    def __post_init__(self) -> None:
+        if self.kind not in ("exponential", "fixed"):
+            raise ValueError(
+                f"a backoff's kind must be 'exponential' or 'fixed', not {self.kind!r}; "
+                "use Backoff.exponential(...) or Backoff.fixed(...)."
+            )
+        base = backoff_seconds("a backoff's base", self.base)
+        cap = backoff_seconds("a backoff's cap", self.cap)
+        if self.kind == "exponential" and cap < base:
+            raise ValueError(
+                f"an exponential backoff's cap ({cap:g}s) is below its base ({base:g}s); "
+                "raise the cap or lower the base."
+            )
+        object.__setattr__(self, "base", base)
+        object.__setattr__(self, "cap", cap)
+
     @classmethod
     def exponential(
         cls, base: Seconds = 1.0, cap: Seconds = 3600.0, *, jitter: bool = True
     ) -> Backoff:
-        return cls("exponential", to_seconds(base) or 0.0, to_seconds(cap) or 0.0, jitter)
+        return cls(
+            "exponential",
+            backoff_seconds("a backoff's base", base),
+            backoff_seconds("a backoff's cap", cap),
+            jitter,
+        )
 
     @classmethod
     def fixed(cls, delay: Seconds, *, jitter: bool = False) -> Backoff:
-        seconds = to_seconds(delay) or 0.0
+        seconds = backoff_seconds("a fixed backoff's delay", delay)
         return cls("fixed", seconds, seconds, jitter)
 
     def delay(self, attempt: int, rng: random.Random | None = None) -> float:
@@ -62,14 +210,19 @@ class Backoff:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Backoff | None:
+        """The stored backoff, or None (the kind's own then applies) for none or one
+        this version refuses, such as a row written before backoffs were checked."""
         if not data:
             return None
-        return cls(
-            kind=data.get("kind", "exponential"),
-            base=float(data.get("base", 1.0)),
-            cap=float(data.get("cap", 3600.0)),
-            jitter=bool(data.get("jitter", True)),
-        )
+        try:
+            return cls(
+                kind=data.get("kind", "exponential"),
+                base=float(data.get("base", 1.0)),
+                cap=float(data.get("cap", 3600.0)),
+                jitter=bool(data.get("jitter", True)),
+            )
+        except (TypeError, ValueError):
+            return None
 
 
 DEFAULT_BACKOFF = Backoff.exponential(1, 3600)
@@ -188,6 +341,13 @@ class JobDefinition[**P = ..., R = Any]:
         if unknown:
             names = ", ".join(sorted(unknown))
             raise TypeError(f"{self.kind}.using() got unknown option(s): {names}")
+        for name, value in overrides.items():
+            check = OPTION_PROBLEMS.get(name)
+            problem = None if value is None or check is None else check(value)
+            if problem is not None:
+                from queue_engine.enqueue import EnqueueError
+
+                raise EnqueueError(f"{self.kind}: {problem}")
         if "delay" in overrides:
             overrides["delay"] = to_seconds(overrides["delay"])
         if overrides.get("labels") is not None:
@@ -284,7 +444,7 @@ def job[**P, R](
     idle_timeout: Seconds | None = None,
     name: str | Callable[[dict[str, Any]], str] | None = None,
     group_key: str | Callable[[dict[str, Any]], str | None] | None = None,
-    labels: Iterable[str] = (),
+    labels: Sequence[str] = (),
     on_error: OnError = "retry",
     takes_context: bool | None = None,
 ) -> JobDefinition[P, R]: ...
@@ -302,7 +462,7 @@ def job[**P, R](
     idle_timeout: Seconds | None = None,
     name: str | Callable[[dict[str, Any]], str] | None = None,
     group_key: str | Callable[[dict[str, Any]], str | None] | None = None,
-    labels: Iterable[str] = (),
+    labels: Sequence[str] = (),
     on_error: OnError = "retry",
     takes_context: bool | None = None,
 ) -> Callable[[Callable[P, R]], JobDefinition[P, R]]: ...
@@ -319,7 +479,7 @@ def job[**P, R](
     idle_timeout: Seconds | None = None,
     name: str | Callable[[dict[str, Any]], str] | None = None,
     group_key: str | Callable[[dict[str, Any]], str | None] | None = None,
-    labels: Iterable[str] = (),
+    labels: Sequence[str] = (),
     on_error: OnError = "retry",
     takes_context: bool | None = None,
 ) -> JobDefinition[P, R] | Callable[[Callable[P, R]], JobDefinition[P, R]]:
@@ -333,18 +493,30 @@ def job[**P, R](
         from queue_engine.conf import option
         from queue_engine.registry import registry
 
-        if on_error not in ("retry", "fatal"):
-            raise ValueError(f"on_error must be 'retry' or 'fatal', not {on_error!r}")
-        if not -100 <= priority <= 100:
-            raise ValueError(f"priority must be between -100 and 100, not {priority}")
+        name_of_kind = kind or f"{f.__module__}.{f.__qualname__}"
+        problems = [
+            None
+            if on_error in ("retry", "fatal")
+            else f"on_error must be 'retry' or 'fatal', not {on_error!r}.",
+            priority_problem(priority),
+            None if max_attempts is None else max_attempts_problem(max_attempts),
+            labels_problem(labels),
+            None if idle_timeout is None else idle_timeout_problem(idle_timeout),
+            None
+            if backoff is None or isinstance(backoff, Backoff)
+            else f"backoff must be a Backoff, such as Backoff.fixed(30), not {backoff!r}.",
+        ]
+        for problem in problems:
+            if problem is not None:
+                raise ValueError(f"@job {name_of_kind}: {problem}")
         params = list(inspect.signature(f).parameters)
         wants_ctx = takes_context if takes_context is not None else params[:1] == ["ctx"]
         definition = JobDefinition(
             func=f,
-            kind=kind or f"{f.__module__}.{f.__qualname__}",
+            kind=name_of_kind,
             queue=queue or option("DEFAULT_QUEUE"),
             priority=priority,
-            max_attempts=max_attempts or option("DEFAULT_MAX_ATTEMPTS"),
+            max_attempts=option("DEFAULT_MAX_ATTEMPTS") if max_attempts is None else max_attempts,
             backoff=backoff or DEFAULT_BACKOFF,
             idle_timeout=to_seconds(idle_timeout),
             name=name,

@@ -23,7 +23,6 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.models import signals
 from django.db.models.base import ModelState
 from django.dispatch import receiver
-from django.utils import timezone
 
 from queue_engine import sql
 from queue_engine.conf import snapshot
@@ -34,10 +33,15 @@ from queue_engine.definitions import (
     EnqueueOptions,
     JobDefinition,
     Seconds,
+    delay_problem,
+    labels_problem,
+    max_attempts_problem,
+    priority_problem,
+    run_at_problem,
     to_seconds,
 )
 from queue_engine.models import Job
-from queue_engine.payloads import PayloadError, dump_json
+from queue_engine.payloads import PayloadError, dump_json, text_problem
 from queue_engine.registry import registry
 
 
@@ -219,7 +223,10 @@ def prepare(
             spec.run_at,
             spec.delay,
         )
-        found = seen.get(key)
+        try:
+            found = seen.get(key)
+        except TypeError:  # an unhashable option: kind_options says what is wrong with it
+            found = kind_options(spec, definition, opts)
         if found is None:
             found = seen[key] = kind_options(spec, definition, opts)
         decided = found
@@ -261,9 +268,15 @@ def build_row(
     for text, what in ((dedup_key, "dedup_key"), (group_key, "group_key")):
         if text is not None and (type(text) is not str or not 0 < len(text) <= 255):
             raise EnqueueError(f"{kind}: {what} must be a string of 1 to 255 characters.")
+    if type(name) is not str or len(name) > 255:
+        name = str(name)[:255]
+    for text, what in ((name, "display name"), (dedup_key, "dedup_key"), (group_key, "group_key")):
+        problem = text_problem(text) if text else None
+        if problem is not None:
+            raise EnqueueError(f"{kind}: the {what} {text!r} {problem}")
     return Row(
         kind,
-        name if type(name) is str and len(name) <= 255 else str(name)[:255],
+        name,
         payload_text,
         dedup_key,
         group_key,
@@ -289,41 +302,46 @@ def kind_options(
             "or set QUEUE_ENGINE['ALLOW_UNKNOWN_KINDS'] = True to enqueue kinds another "
             "process runs."
         )
+    if definition is None:
+        if not isinstance(kind, str) or not 0 < len(kind) <= 255:
+            raise EnqueueError(f"a job kind must be a name of 1 to 255 characters, not {kind!r}.")
+        problem = text_problem(kind)
+        if problem is not None:
+            raise EnqueueError(f"the job kind {kind!r} {problem}")
     queue = spec.queue or (definition.queue if definition else opts["DEFAULT_QUEUE"])
     check_queue(kind, queue, opts)
     priority = (
         spec.priority if spec.priority is not None else (definition.priority if definition else 0)
     )
-    if not isinstance(priority, int) or not -100 <= priority <= 100:
-        raise EnqueueError(
-            f"{kind}: priority must be a whole number from -100 to 100 (higher runs first), "
-            f"not {priority!r}."
-        )
-    max_attempts = spec.max_attempts or (
-        definition.max_attempts if definition else opts["DEFAULT_MAX_ATTEMPTS"]
+    max_attempts = (
+        spec.max_attempts
+        if spec.max_attempts is not None
+        else (definition.max_attempts if definition else opts["DEFAULT_MAX_ATTEMPTS"])
     )
-    if not isinstance(max_attempts, int) or max_attempts < 1:
-        raise EnqueueError(f"{kind}: max_attempts must be at least 1, not {max_attempts!r}.")
-    if spec.run_at is not None and spec.delay is not None:
-        raise EnqueueError(f"{kind}: give run_at or delay, not both.")
-    if spec.run_at is not None and timezone.is_naive(spec.run_at):
-        raise EnqueueError(
-            f"{kind}: run_at {spec.run_at.isoformat()} has no time zone; pass an aware "
-            "datetime, for example django.utils.timezone.now() + timedelta(minutes=5)."
+    labels = spec.labels if spec.labels is not None else (definition.labels if definition else ())
+    problem = priority_problem(priority) or max_attempts_problem(max_attempts)
+    if problem is None and spec.run_at is not None:
+        problem = (
+            "give run_at or delay, not both."
+            if spec.delay is not None
+            else run_at_problem(spec.run_at)
         )
+    if problem is None and spec.delay is not None:
+        problem = delay_problem(spec.delay)
+    if problem is None:
+        problem = labels_problem(labels)
+    if problem is None and spec.backoff is not None and not isinstance(spec.backoff, Backoff):
+        problem = f"backoff must be a Backoff, such as Backoff.fixed(30), not {spec.backoff!r}."
+    if problem is not None:
+        raise EnqueueError(f"{kind}: {problem}")
     delay = to_seconds(spec.delay) or 0.0
-    if delay < 0:
-        raise EnqueueError(f"{kind}: delay must not be negative, not {delay}.")
-    labels = list(
-        spec.labels if spec.labels is not None else (definition.labels if definition else ())
-    )
     backoff = spec.backoff.to_json() if spec.backoff else None
     return KindOptions(
         definition=definition,
         queue=queue,
         priority=priority,
         max_attempts=max_attempts,
-        labels=labels,
+        labels=list(labels),
         backoff=dump_json(backoff, what="backoff") if backoff else None,
         run_at=spec.run_at,
         delay=delay,
@@ -333,6 +351,9 @@ def kind_options(
 def check_queue(kind: str, queue: str, opts: dict[str, Any]) -> None:
     if not isinstance(queue, str) or not 0 < len(queue) <= 128:
         raise EnqueueError(f"{kind}: queue must be a name of 1 to 128 characters, not {queue!r}.")
+    problem = text_problem(queue)
+    if problem is not None:
+        raise EnqueueError(f"{kind}: the queue name {queue!r} {problem}")
     declared = opts["QUEUES"]
     if not opts["ALLOW_UNDECLARED_QUEUES"] and queue not in declared:
         names = ", ".join(sorted(declared)) or "none"
@@ -561,7 +582,19 @@ def enqueue_many(specs: Iterable[JobSpec]) -> list[int]:
     opts = snapshot()
     seen: SeenOptions = {}
     specs = list(specs)
-    rows = (prepare(spec, options=opts, seen=seen) for spec in specs)
+
+    def prepared_rows() -> Iterator[Row]:
+        for index, spec in enumerate(specs):
+            try:
+                row = prepare(spec, options=opts, seen=seen)
+            except Exception as exc:
+                named = item_error(index, exc)
+                if named is exc:
+                    raise
+                raise named from None
+            yield row
+
+    rows = prepared_rows()
     if any(spec.dedup_key is not None for spec in specs):
         return insert_rows(list(rows))
     return copy_rows(len(specs), rows)
@@ -574,22 +607,47 @@ def enqueue_calls(definition: JobDefinition, calls: Sequence[Call]) -> list[int]
     o = definition.options
     decided = kind_options(spec_for(definition, {}), definition, opts)
     kind = definition.kind
-    rows = (
-        build_row(
-            decided,
-            kind,
-            definition.payload_of(call),
-            o.dedup_key,
-            o.name,
-            o.group_key,
-            o.meta,
-            opts,
-        )
-        for call in calls
-    )
+
+    def built_rows() -> Iterator[Row]:
+        for index, call in enumerate(calls):
+            try:
+                row = build_row(
+                    decided,
+                    kind,
+                    definition.payload_of(call),
+                    o.dedup_key,
+                    o.name,
+                    o.group_key,
+                    o.meta,
+                    opts,
+                )
+            except Exception as exc:
+                named = item_error(index, exc)
+                if named is exc:
+                    raise
+                raise named from None
+            yield row
+
+    rows = built_rows()
     if o.dedup_key is not None:
         return insert_rows(list(rows))
     return copy_rows(len(calls), rows)
+
+
+def item_error(index: int, exc: Exception) -> Exception:
+    """`exc`, raised by the item at `index` (0-based) of a bulk enqueue, naming that item:
+    a copy with the message prefixed for our own errors and a bad call's TypeError, else
+    `exc` itself with a note (what a kind's name or group_key function raised)."""
+    message = f"item {index}: {exc}"
+    if isinstance(exc, EnqueueError):
+        try:
+            return type(exc)(message)
+        except TypeError:  # a subclass that takes other arguments
+            pass
+    elif type(exc) is TypeError:
+        return TypeError(message)
+    exc.add_note(f"raised by item {index} of the bulk enqueue")
+    return exc
 
 
 # Rows a bulk COPY builds and sends at a time: the server stores one chunk while this

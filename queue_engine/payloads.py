@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 
@@ -27,15 +28,84 @@ def dump_json(value: Any, *, what: str, max_bytes: int | None = None) -> str:
         problem = first_change(value, "")
         if problem is not None:
             raise PayloadError(f"{what} {problem}")
-    if max_bytes is not None and len(text) * 4 > max_bytes:
-        size = len(text.encode())
-        if size > max_bytes:
-            raise PayloadError(
-                f"{what} is {size:,} bytes of JSON, over the limit of {max_bytes:,} "
-                "(QUEUE_ENGINE['MAX_PAYLOAD_BYTES']); store large data elsewhere and pass a "
-                "reference to it."
-            )
+    # Postgres stores no NUL in text or jsonb, and UTF-8 has no lone surrogates: both
+    # would fail at the INSERT, inside the caller's transaction. JSON writes a NUL as
+    # \u0000; a string of backslash-u-0000 also matches, so only a found NUL is refused.
+    if "\\u0000" in text:
+        where = first_bad_text(value, "", has_nul)
+        if where is not None:
+            raise PayloadError(f"{what} {NUL_PROBLEM.format(where=where)}")
+    if text.isascii():
+        size = len(text)
+    else:
+        try:
+            size = len(text.encode())
+        except UnicodeEncodeError:
+            where = first_bad_text(value, "", has_surrogate) or "somewhere"
+            raise PayloadError(f"{what} {SURROGATE_PROBLEM.format(where=where)}") from None
+    if max_bytes is not None and size > max_bytes:
+        raise PayloadError(
+            f"{what} is {size:,} bytes of JSON, over the limit of {max_bytes:,} "
+            "(QUEUE_ENGINE['MAX_PAYLOAD_BYTES']); store large data elsewhere and pass a "
+            "reference to it."
+        )
     return text
+
+
+NUL_PROBLEM = (
+    "has a NUL character (\\x00) {where}, which Postgres cannot store; remove it, or "
+    "encode binary data (for example as base64)."
+)
+SURROGATE_PROBLEM = (
+    "has a lone surrogate character {where}, which is not valid Unicode; decode the text "
+    "it came from with errors='replace', or remove the character."
+)
+
+
+def has_nul(text: str) -> bool:
+    return "\x00" in text
+
+
+def has_surrogate(text: str) -> bool:
+    if text.isascii():
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def text_problem(text: str) -> str | None:
+    """Why Postgres cannot store the string `text` (a name, key or label), or None:
+    ends a sentence that starts with what the text is."""
+    if has_nul(text):
+        return NUL_PROBLEM.format(where="in it")
+    if has_surrogate(text):
+        return SURROGATE_PROBLEM.format(where="in it")
+    return None
+
+
+def first_bad_text(value: Any, path: str, bad: Callable[[str], bool]) -> str | None:
+    """Where the first string (a value or a key) for which `bad` holds is, or None."""
+    match value:
+        case str():
+            if bad(value):
+                return f"at {path!r}" if path else "at the top level"
+        case dict():
+            for key, item in value.items():
+                inner = f"{path}.{key}" if path else str(key)
+                if isinstance(key, str) and bad(key):
+                    return f"in the key {key!r} at {path!r}" if path else f"in the key {key!r}"
+                found = first_bad_text(item, inner, bad)
+                if found:
+                    return found
+        case list() | tuple():
+            for index, item in enumerate(value):
+                found = first_bad_text(item, f"{path}[{index}]", bad)
+                if found:
+                    return found
+    return None
 
 
 SCALARS = (str, int, float, bool, type(None))

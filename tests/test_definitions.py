@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Callable
 
 import pytest
 
@@ -74,3 +76,55 @@ def test_bad_decorator_options_are_refused() -> None:
         job(kind="tests.bad_priority", priority=500)(lambda: None)
     with pytest.raises(ValueError, match="on_error"):
         job(kind="tests.bad_on_error", on_error="explode")(lambda: None)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_attempts": 0}, r"max_attempts must be a whole number of at least 1 .*, not 0\."),
+        ({"max_attempts": -1}, r"max_attempts must be a whole number of at least 1 .*, not -1\."),
+        ({"max_attempts": 2.5}, r"max_attempts must be a whole number .* not 2\.5"),
+        ({"max_attempts": True}, r"max_attempts must be a whole number .* not True"),
+        (
+            {"labels": "gpu"},
+            r"labels must be a list of strings, not the string 'gpu'; pass \['gpu'\]",
+        ),
+        ({"priority": True}, r"priority must be a whole number from -100 to 100 .* not True"),
+        ({"priority": "5"}, r"priority must be a whole number from -100 to 100 .* not '5'"),
+        ({"idle_timeout": 0}, r"idle_timeout must be more than 0 seconds"),
+        ({"idle_timeout": -5}, r"idle_timeout must be more than 0 seconds"),
+        ({"idle_timeout": math.inf}, r"idle_timeout must be a finite number of seconds"),
+        ({"backoff": 30}, r"backoff must be a Backoff, such as Backoff\.fixed\(30\)"),
+    ],
+)
+def test_bad_declared_options_are_refused_at_declaration(
+    options: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=rf"^@job tests\.bad_options: {message}"):
+        job(kind="tests.bad_options", **options)(lambda: None)  # type: ignore[call-overload]
+
+    assert registry.get("tests.bad_options") is None
+
+
+def test_declared_max_attempts_of_one_is_kept() -> None:
+    assert jobs.snoozer.max_attempts == 1
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Backoff.fixed(-1), r"a fixed backoff's delay must not be negative, not -1"),
+        (lambda: Backoff.exponential(60, 10), r"cap \(10s\) is below its base \(60s\)"),
+        (lambda: Backoff.exponential(1, math.inf), r"cap must be a finite number of seconds"),
+        (lambda: Backoff("linear"), r"kind must be 'exponential' or 'fixed', not 'linear'"),  # type: ignore[arg-type]
+    ],
+)
+def test_backoffs_that_cannot_work_are_refused(make: Callable[[], Backoff], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_a_stored_backoff_this_version_refuses_reads_as_none_so_the_kinds_applies() -> None:
+    # A row written before backoffs were checked must not crash the worker that retries it.
+    assert Backoff.from_json({"kind": "fixed", "base": -1, "cap": -1}) is None
+    assert Backoff.from_json({"kind": "linear", "base": 1, "cap": 10}) is None

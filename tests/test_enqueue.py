@@ -16,6 +16,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from queue_engine.enqueue import EnqueueError, JobSpec, UnknownKindError, enqueue, enqueue_many
+from queue_engine.flows import Flow
 from queue_engine.models import Job, QueueConfig
 from tests import jobs
 
@@ -308,6 +309,33 @@ def test_bulk_enqueue_is_all_or_nothing(other_connection: psycopg.Connection, ba
     assert live_count(other_connection) == 0
 
 
+def test_a_bad_bulk_item_is_named_by_its_index_and_nothing_is_written(
+    other_connection: psycopg.Connection,
+) -> None:
+    calls: list[dict[str, Any]] = [{"a": i, "b": 0} for i in range(2_000)]
+    specs = [JobSpec(kind="tests.noop", payload={"i": i}) for i in range(2_000)]
+
+    calls[1737] = {"a": dt.date(2026, 1, 1), "b": 0}
+    with pytest.raises(
+        EnqueueError, match=r"^item 1737: tests\.add: the payload has a date at 'a'"
+    ):
+        jobs.add.enqueue_many(calls)
+    calls[1737] = {"a": 1}
+    with pytest.raises(TypeError, match=r"^item 1737: tests\.add: missing a required argument"):
+        jobs.add.enqueue_many(calls)
+    specs[1737] = JobSpec(kind="tests.noop", priority=500)
+    with pytest.raises(EnqueueError, match=r"^item 1737: tests\.noop: priority must be"):
+        enqueue_many(specs)
+    specs[1737] = JobSpec(kind="tests.noop", labels="gpu")
+    with pytest.raises(EnqueueError, match=r"^item 1737: tests\.noop: labels must be a list"):
+        enqueue_many(specs)
+    specs[1737] = JobSpec(kind="tests.noop", payload={"x": {1}}, dedup_key="k")  # not COPY
+    with pytest.raises(EnqueueError, match=r"^item 1737: tests\.noop: the payload has a set"):
+        enqueue_many(specs)
+
+    assert live_count(other_connection) == 0
+
+
 def test_a_bulk_enqueue_failing_part_way_leaves_the_callers_transaction_usable(
     other_connection: psycopg.Connection,
 ) -> None:
@@ -344,6 +372,29 @@ def test_orm_bulk_create_is_a_valid_enqueue() -> None:
     assert set(QueueConfig.objects.values_list("name", flat=True)) >= {"default", "raw"}
 
 
+def test_orm_create_with_a_future_run_at_is_scheduled_and_wakes_nobody(conninfo: str) -> None:
+    later = timezone.now() + dt.timedelta(hours=1)
+    with psycopg.connect(conninfo, autocommit=True) as listener:
+        listener.execute("LISTEN qe_wake")
+        created = Job.objects.create(kind="tests.add", payload={"a": 1, "b": 2}, run_at=later)
+        bulk = Job.objects.bulk_create(
+            [
+                Job(kind="tests.noop", queue="later", run_at=later),
+                Job(kind="unregistered.kind", queue="later", run_at=later),
+            ]
+        )
+        wake_ups = [n.payload for n in listener.notifies(timeout=0.3) if n.channel == "qe_wake"]
+        now = Job.objects.create(kind="tests.noop", queue="now")
+        chosen = Job.objects.create(kind="tests.noop", queue="now", run_at=later, state="available")
+        wake_ups_after = [n.payload for n in listener.notifies(timeout=0.3)]
+
+    states = dict(Job.objects.values_list("id", "state"))
+    assert [states[j.pk] for j in [created, *bulk]] == ["scheduled"] * 3
+    assert wake_ups == []
+    assert (states[now.pk], states[chosen.pk]) == ("available", "available")
+    assert wake_ups_after == ["now", "now"]
+
+
 @pytest.mark.parametrize(
     ("payload", "message"),
     [
@@ -362,6 +413,54 @@ def test_unserialisable_payloads_are_refused_and_write_nothing(
         enqueue(JobSpec(kind="tests.noop", payload=payload))
 
     assert live_count(other_connection) == 0
+
+
+NUL = "a\x00b"
+SURROGATE = "caf\udce9"  # what bytes.decode(errors="surrogateescape") makes of Latin-1
+
+
+@pytest.mark.parametrize(
+    ("enqueue_bad", "message"),
+    [
+        (
+            lambda: jobs.noop.enqueue(note=NUL),
+            r"the payload has a NUL character \(\\x00\) at 'note'",
+        ),
+        (
+            lambda: jobs.noop.enqueue(deep=[{"x": SURROGATE}]),
+            r"the payload has a lone surrogate character at 'deep\[0\]\.x'.*errors='replace'",
+        ),
+        (lambda: jobs.noop.enqueue(**{NUL: 1}), r"NUL character \(\\x00\) in the key 'a\\x00b'"),
+        (lambda: jobs.noop.using(name=NUL).enqueue(), r"the display name 'a\\x00b' has a NUL"),
+        (lambda: jobs.noop.using(dedup_key=SURROGATE).enqueue(), r"the dedup_key .* surrogate"),
+        (lambda: jobs.noop.using(group_key=NUL).enqueue(), r"the group_key 'a\\x00b' has a NUL"),
+        (lambda: jobs.noop.using(meta={"note": NUL}).enqueue(), r"meta has a NUL .* at 'note'"),
+        (lambda: jobs.noop.using(labels=[NUL]).enqueue(), r"the label 'a\\x00b' has a NUL"),
+        (lambda: jobs.noop.enqueue_many([{"i": 0}, {"note": NUL}]), r"item 1: .* NUL"),
+    ],
+    ids=["payload", "surrogate", "key", "name", "dedup", "group", "meta", "label", "bulk"],
+)
+def test_text_postgres_cannot_store_is_refused_and_the_transaction_stays_usable(
+    enqueue_bad: Callable[[], object], message: str, other_connection: psycopg.Connection
+) -> None:
+    with transaction.atomic():
+        before = jobs.noop.enqueue(step="before")
+        with pytest.raises(EnqueueError, match=message):
+            enqueue_bad()
+        after = jobs.noop.enqueue(step="after")
+
+    assert live_count(other_connection) == 2
+    assert live_count(other_connection, id=before.id) == 1
+    assert live_count(other_connection, id=after.id) == 1
+
+
+def test_text_that_only_looks_like_a_nul_is_kept() -> None:
+    text = "\\u0000 is how JSON writes NUL, in café"
+
+    job = jobs.noop.using(name=text).enqueue(text=text)
+
+    stored = Job.objects.get(pk=job.id)
+    assert (stored.payload, stored.name) == ({"text": text}, text)
 
 
 def test_tuples_are_accepted_as_lists() -> None:
@@ -412,6 +511,80 @@ def test_unknown_kind_is_accepted_when_allowed() -> None:
 def test_priority_out_of_range_is_refused(priority: object) -> None:
     with pytest.raises(EnqueueError, match="priority must be a whole number from -100 to 100"):
         jobs.noop.using(priority=priority).enqueue()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_attempts": 0}, r"max_attempts must be a whole number of at least 1 .*, not 0\."),
+        ({"max_attempts": -2}, r"max_attempts must be a whole number of at least 1 .*, not -2\."),
+        ({"max_attempts": True}, r"max_attempts must be a whole number .* not True"),
+        ({"max_attempts": "3"}, r"max_attempts must be a whole number .* not '3'"),
+        ({"max_attempts": 2**31}, r"max_attempts must be at most 2147483647"),
+        (
+            {"labels": "gpu"},
+            r"labels must be a list of strings, not the string 'gpu'; pass \['gpu'\]",
+        ),
+        ({"labels": ["x" * 65]}, r"each label must be a string of 1 to 64 characters"),
+        ({"priority": True}, r"priority must be a whole number from -100 to 100 .* not True"),
+        ({"priority": "5"}, r"priority must be a whole number from -100 to 100 .* not '5'"),
+        ({"delay": "5"}, r"delay must be a number of seconds or a timedelta, not '5'"),
+    ],
+)
+def test_bad_per_call_options_are_refused_before_anything_is_written(
+    options: dict[str, Any], message: str, other_connection: psycopg.Connection
+) -> None:
+    with pytest.raises(EnqueueError, match=message):
+        jobs.noop.using(**options).enqueue()
+    with pytest.raises(EnqueueError, match=message):
+        enqueue(JobSpec(kind="tests.noop", **options))
+
+    assert live_count(other_connection) == 0
+
+
+def test_max_attempts_of_one_means_one_attempt() -> None:
+    job = jobs.add.using(max_attempts=1).enqueue(a=1, b=1)
+
+    assert Job.objects.get(pk=job.id).max_attempts == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"delay": 1e12}, r"a delay of 1e\+12 seconds runs the job after 9999-12-31 00:00 UTC"),
+        ({"delay": math.inf}, r"delay must be a finite number of seconds, not inf"),
+        ({"delay": -math.inf}, r"delay must be a finite number of seconds, not -inf"),
+        ({"delay": math.nan}, r"delay must be a finite number of seconds, not nan"),
+        ({"delay": -1}, r"delay must not be negative"),
+        ({"run_at": "2030-01-01T00:00:00Z"}, r"run_at must be an aware datetime, not a str"),
+        ({"run_at": dt.date(2030, 1, 1)}, r"run_at must be an aware datetime, not a date"),
+        (
+            {"run_at": dt.datetime(9999, 12, 31, 12, tzinfo=dt.UTC)},
+            r"run_at 9999-12-31T12:00:00\+00:00 is after 9999-12-31 00:00 UTC",
+        ),
+    ],
+)
+def test_a_run_time_that_cannot_be_stored_is_refused_before_anything_is_written(
+    options: dict[str, Any], message: str, other_connection: psycopg.Connection
+) -> None:
+    with pytest.raises(EnqueueError, match=message):
+        jobs.noop.using(**options).enqueue()
+    with pytest.raises(EnqueueError, match=message):
+        enqueue(JobSpec(kind="tests.noop", **options))
+    with pytest.raises(EnqueueError, match=rf"^item 1: tests\.noop: {message}"):
+        enqueue_many([JobSpec(kind="tests.noop"), JobSpec(kind="tests.noop", **options)])
+    with pytest.raises(EnqueueError, match=message):
+        Flow("late").add("late", jobs.noop.using(**options))
+
+    assert live_count(other_connection) == 0
+
+
+def test_the_latest_storable_run_time_is_read_back_intact() -> None:
+    latest = dt.datetime(9999, 12, 30, 23, 59, tzinfo=dt.UTC)
+
+    job = jobs.noop.using(run_at=latest).enqueue()
+
+    assert Job.objects.get(pk=job.id).run_at == latest
 
 
 def test_naive_run_at_is_refused() -> None:

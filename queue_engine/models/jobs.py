@@ -7,13 +7,15 @@ history holds. When a job ends, the settling transaction moves the same id to
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import BrinIndex
 from django.db import models
-from django.db.models.expressions import DatabaseDefault
+from django.db.models.expressions import BaseExpression, DatabaseDefault
 from django.db.models.functions import Now
+from django.utils import timezone
 
 
 class JobState(models.TextChoices):
@@ -137,9 +139,12 @@ class Job(JobFields):
         super().save(*args, **kwargs)
 
     def apply_kind_defaults(self) -> None:
-        """Fill what the caller left unset from the kind's definition (ORM enqueues)."""
+        """Fill what the caller left unset from the kind's definition, and the state from
+        run_at: a future one makes the job scheduled, as an enqueue would (ORM enqueues)."""
         from queue_engine.registry import registry
 
+        if _unset(self.state) and self._runs_later():
+            self.state = JobState.SCHEDULED  # not claimed early, wakes no worker
         definition = registry.get(self.kind)
         if definition is None:
             return
@@ -154,6 +159,22 @@ class Job(JobFields):
             self.name = definition.display_name_for(payload)
         if self.group_key is None:
             self.group_key = definition.group_key_for(payload)
+
+    def _runs_later(self) -> bool:
+        """Whether the caller gave a run_at in the future."""
+        run_at = self.run_at
+        if run_at is None or isinstance(run_at, BaseExpression):
+            return False  # the column's default, now(), or an expression
+        field = self._meta.get_field("run_at")
+        value = field.to_python(run_at) if isinstance(field, models.DateTimeField) else run_at
+        if not isinstance(value, datetime):
+            return False
+        now = timezone.now()
+        if timezone.is_naive(value) and timezone.is_aware(now):
+            value = timezone.make_aware(value)  # as Django stores it (with a warning)
+        elif timezone.is_aware(value) and timezone.is_naive(now):
+            value = timezone.make_naive(value)
+        return bool(value > now)
 
 
 def _unset(value: object) -> bool:
