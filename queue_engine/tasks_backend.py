@@ -19,7 +19,12 @@ from django.tasks.base import Task, TaskError, TaskResult, TaskResultStatus
 from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 
-from queue_engine.definitions import DEFAULT_BACKOFF, Backoff, JobDefinition
+from queue_engine.definitions import (
+    DEFAULT_BACKOFF,
+    Backoff,
+    JobDefinition,
+    max_attempts_problem,
+)
 
 STATUS = {
     "available": TaskResultStatus.READY,
@@ -72,8 +77,11 @@ def definition_for_task(target: object) -> JobDefinition | None:
         kind=target.module_path,
         queue=target.queue_name,
         priority=target.priority,
-        max_attempts=(extra.max_attempts if extra and extra.max_attempts else None)
-        or option("DEFAULT_MAX_ATTEMPTS"),
+        max_attempts=(
+            extra.max_attempts
+            if extra and extra.max_attempts is not None
+            else option("DEFAULT_MAX_ATTEMPTS")
+        ),
         backoff=(extra.backoff if extra and extra.backoff else DEFAULT_BACKOFF),
         idle_timeout=extra.idle_timeout if extra else None,
         takes_context=target.takes_context,
@@ -93,6 +101,13 @@ class QueueEngineBackend(BaseTaskBackend):
         # Any queue name is valid unless QUEUES is given explicitly.
         if "QUEUES" not in params:
             self.queues = set()
+
+    def validate_task(self, task: Task[..., Any]) -> None:
+        super().validate_task(task)
+        if isinstance(task, QueueEngineTask) and task.max_attempts is not None:
+            problem = max_attempts_problem(task.max_attempts)
+            if problem is not None:
+                raise InvalidTask(f"{task.module_path}: {problem}")
 
     def enqueue[**P, R](self, task: Task[P, R], args: Any, kwargs: Any) -> TaskResult[P, R]:
         from queue_engine.enqueue import EnqueueError, JobSpec, insert_row, prepare

@@ -106,3 +106,14 @@ def test_bad_arguments_are_refused_as_invalid_task() -> None:
 def test_priority_out_of_range_is_refused() -> None:
     with pytest.raises(InvalidTask, match="priority"):
         build_report.using(priority=1000)
+
+
+def test_max_attempts_below_one_is_refused_as_invalid_task() -> None:
+    with pytest.raises(InvalidTask, match="max_attempts must be a whole number of at least 1"):
+        build_report.using(max_attempts=0)
+
+
+def test_max_attempts_of_one_means_one_attempt() -> None:
+    result = build_report.using(max_attempts=1).enqueue(42)
+
+    assert Job.objects.get(pk=int(result.id)).max_attempts == 1
