@@ -1,6 +1,6 @@
 """SQL of the read side (`queue_engine.tracking`): counts, metric series, job lists.
 
-Nothing here counts the whole history table: counts stop at a cap, series read
+Nothing here counts a whole table: counts stop at a cap, series read
 the rollup (plus the few rows it has not seen yet), lists page by id. Optional
 filters are written `(%(x)s IS NULL OR ...)`: the planner folds them away for
 the values given, so each query keeps to the index its filters call for.
@@ -16,11 +16,55 @@ SELECT name, paused FROM queue_engine_queueconfig
  ORDER BY name
 """
 
-# The live table is small (only jobs that can still run): counted exactly.
+# The live table holds only jobs that can still run, usually few: its first
+# %(scan)s + 1 rows in heap order (a Seq Scan that stops there). When that is the whole
+# table, these are the exact counts of every queue; otherwise lower bounds.
 LIVE_COUNTS = """
-SELECT queue, state, count(*) FROM queue_engine_job
- WHERE (%(queue)s::varchar IS NULL OR queue = %(queue)s)
+SELECT queue, state, count(*)
+  FROM (SELECT queue, state FROM queue_engine_job LIMIT %(scan)s + 1) AS probe
  GROUP BY 1, 2
+"""
+
+# A larger live table (a backlog): per queue, available and running jobs counted up
+# to %(cap)s + 1 through their partial indexes (qe_job_claim, qe_job_running_group);
+# the states are literals so that the planner can use those indexes.
+CAPPED_LIVE_COUNTS = """
+SELECT c.name,
+       (SELECT count(*) FROM (SELECT 1 FROM queue_engine_job j
+                               WHERE j.queue = c.name AND j.state = 'available'
+                               LIMIT %(cap)s + 1) AS capped),
+       (SELECT count(*) FROM (SELECT 1 FROM queue_engine_job j
+                               WHERE j.queue = c.name AND j.state = 'running'
+                               LIMIT %(cap)s + 1) AS capped)
+  FROM queue_engine_queueconfig c
+ WHERE (%(queue)s::varchar IS NULL OR c.name = %(queue)s)
+"""
+
+# Scheduled jobs of every queue, at most %(scan)s + 1 (no index has their queue: the
+# partial index on run_at when they are few, else a Seq Scan that finds them soon).
+CAPPED_SCHEDULED_COUNTS = """
+SELECT queue, count(*)
+  FROM (SELECT queue FROM queue_engine_job WHERE state = 'scheduled'
+         LIMIT %(scan)s + 1) AS capped
+ GROUP BY 1
+"""
+
+# Every (queue, state) of the live table estimated from a block sample of about
+# %(sample)s rows (TABLESAMPLE SYSTEM): its share of the sample times the table's rows,
+# estimated as the planner does (current pages times rows a page at the last ANALYZE,
+# 40 before the first one).
+LIVE_ESTIMATES = """
+WITH size AS (
+    SELECT pg_relation_size(c.oid) / current_setting('block_size')::float8
+           * COALESCE(c.reltuples / NULLIF(c.relpages, 0), 40) AS rows
+      FROM pg_class c WHERE c.oid = 'queue_engine_job'::regclass
+), sample AS (
+    SELECT queue, state, count(*) AS n
+      FROM queue_engine_job TABLESAMPLE SYSTEM ((
+           SELECT LEAST(100, 100.0 * %(sample)s / GREATEST(rows, 1))::float4 FROM size))
+     GROUP BY 1, 2
+)
+SELECT queue, state, round(n * (SELECT rows FROM size) / sum(n) OVER ())::bigint FROM sample
 """
 
 # History per queue and state, each count stopping at %(cap)s + 1 (an index-only

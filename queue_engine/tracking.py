@@ -1,8 +1,10 @@
 """The read side for the console: queue counts, metric series, the job list.
 
-Every function answers fast on a large history: the live table (small) is
-counted exactly, history counts stop at COUNT_CAP and above it come from the
-metrics rollup, series read the rollup plus the few rows it has not seen yet,
+Every function answers fast on a large history: the live table is counted
+exactly while it holds at most LIVE_SCAN jobs (above that, counts stop at
+COUNT_CAP where an index allows and the rest are estimated from a sample),
+history counts stop at COUNT_CAP and above it come from the metrics rollup,
+series read the rollup plus the few rows it has not seen yet,
 and the job list pages by id under a statement timeout. All times come from
 the database clock.
 """
@@ -28,7 +30,12 @@ State = LiveState | EndedState
 LIVE_STATES: tuple[LiveState, ...] = ("available", "scheduled", "running", "blocked")
 ENDED_STATES: tuple[EndedState, ...] = ("succeeded", "failed", "cancelled")
 
-COUNT_CAP = 1_000  # per queue and state; above it the rollup answers
+COUNT_CAP = 1_000  # per queue and state; above it the rollup (or a sample) answers
+LIVE_SCAN = 10_000  # live jobs read at most to count them all exactly
+# Rows a sample of a larger live table reads, as whole pages chosen at random: a
+# state holding a share s of the table is estimated to within about 2 * sqrt(s(1-s)
+# / pages sampled) of the table (pages hold jobs enqueued together, often alike).
+SAMPLE_PER_SCAN = 3
 MIN_WINDOW = timedelta(minutes=15)
 MAX_WINDOW = timedelta(days=30)
 STEPS = (60, 300, 900, 3600, 21600, 86400)  # seconds; the first giving at most MAX_POINTS
@@ -53,7 +60,10 @@ class NarrowYourFilter(TrackingError):
 @dataclass(frozen=True)
 class StateCount:
     count: int
-    exact: bool  # False: an estimate from the rollup (the exact count is above COUNT_CAP)
+    # False: an estimate, never below what was counted. History: from the rollup, the exact
+    # count being above the cap. Live, when more than LIVE_SCAN jobs can still run: from a
+    # sample of the table, for available and running jobs only above the cap.
+    exact: bool
 
 
 @dataclass(frozen=True)
@@ -67,20 +77,21 @@ class QueueCounts:
         return sum(self.states[s].count for s in LIVE_STATES)
 
 
-def queue_counts(queue: str | None = None, *, cap: int = COUNT_CAP) -> list[QueueCounts]:
-    """Jobs per state for every queue (or one): live exactly, history capped or estimated.
+def queue_counts(
+    queue: str | None = None, *, cap: int = COUNT_CAP, scan: int = LIVE_SCAN
+) -> list[QueueCounts]:
+    """Jobs per state for every queue (or one), each read boundedly, exact or estimated.
 
+    Live: exact while at most `scan` jobs can still run; beyond that, available and
+    running jobs are exact up to `cap`, and the rest are estimated from a sample.
     A history count above `cap` is the rollup's count of what ended within the
-    queue's retention window (never less than cap + 1), marked `exact=False`.
+    queue's retention window (never less than cap + 1). Estimates are `exact=False`.
     """
-    params = {"queue": queue, "cap": cap}
+    params = {"queue": queue, "cap": cap, "scan": scan, "sample": SAMPLE_PER_SCAN * scan}
     with connection.cursor() as cursor:
         cursor.execute(q.QUEUES, params)
         queues = cursor.fetchall()
-        cursor.execute(q.LIVE_COUNTS, params)
-        counts: dict[tuple[str, str], StateCount] = {
-            (name, state): StateCount(n, True) for name, state, n in cursor.fetchall()
-        }
+        counts = _live_counts(cursor, [name for name, _ in queues], params)
         cursor.execute(q.CAPPED_HISTORY_COUNTS, params)
         capped: list[str] = []
         for name, state, n in cursor.fetchall():
@@ -101,6 +112,41 @@ def queue_counts(queue: str | None = None, *, cap: int = COUNT_CAP) -> list[Queu
         )
         for name, paused in queues
     ]
+
+
+def _live_counts(
+    cursor: Any, names: list[str], params: dict[str, Any]
+) -> dict[tuple[str, str], StateCount]:
+    cap, scan = params["cap"], params["scan"]
+    cursor.execute(q.LIVE_COUNTS, params)
+    seen: dict[tuple[str, str], int] = {(n, s): c for n, s, c in cursor.fetchall()}
+    if sum(seen.values()) <= scan:  # the whole live table was read
+        return {key: StateCount(n, True) for key, n in seen.items()}
+    cursor.execute(q.LIVE_ESTIMATES, params)
+    sampled = {(n, s): int(c) for n, s, c in cursor.fetchall()}
+
+    def estimate(key: tuple[str, str], counted: int) -> StateCount:
+        return StateCount(max(sampled.get(key, 0), counted, seen.get(key, 0)), False)
+
+    counts: dict[tuple[str, str], StateCount] = {}
+    cursor.execute(q.CAPPED_LIVE_COUNTS, params)
+    for name, available, running in cursor.fetchall():
+        for state, n in (("available", available), ("running", running)):
+            counts[(name, state)] = StateCount(n, True) if n <= cap else estimate((name, state), n)
+    # Scheduled jobs have no index with their queue: when the sample finds few, try to
+    # count them all (at most `scan`); when it finds many, that would only confirm it.
+    few = sum(n for (_, state), n in sampled.items() if state == "scheduled") <= 2 * scan
+    scheduled: dict[str, int] = {}
+    if few:
+        cursor.execute(q.CAPPED_SCHEDULED_COUNTS, params)
+        scheduled = dict(cursor.fetchall())
+    all_scheduled = few and sum(scheduled.values()) <= scan
+    for name in names:
+        key = (name, "scheduled")
+        n = scheduled.get(name, 0)
+        counts[key] = StateCount(n, True) if all_scheduled else estimate(key, n)
+        counts[(name, "blocked")] = estimate((name, "blocked"), 0)
+    return counts
 
 
 # --- series ---------------------------------------------------------------------------
