@@ -605,3 +605,12 @@ def test_undeclared_queue_is_refused_when_queues_are_locked_down() -> None:
 def test_unknown_using_option_is_refused() -> None:
     with pytest.raises(TypeError, match="unknown option"):
         jobs.noop.using(queue_name="x")
+
+
+def test_the_package_level_enqueue_is_callable_after_its_module_is_imported() -> None:
+    import queue_engine.enqueue  # noqa: F401  (the import that used to hide the function)
+    from queue_engine import enqueue as package_enqueue
+
+    job = package_enqueue(JobSpec(kind="tests.noop", payload={}))
+
+    assert Job.objects.filter(pk=job.pk, kind="tests.noop").exists()
