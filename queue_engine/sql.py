@@ -224,15 +224,19 @@ WITH configs AS (
            -- meanwhile is read again by the next claim.)
            CASE WHEN c.group_concurrency IS NOT NULL OR EXISTS (
                     SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name) THEN (
-               SELECT array_agg(r.group_key)
-                 FROM (SELECT r.group_key, count(*) AS running
-                         FROM queue_engine_job r
-                        WHERE r.state = 'running' AND r.queue = c.name
-                          AND r.group_key IS NOT NULL
-                        GROUP BY r.group_key) r
-                 LEFT JOIN queue_engine_grouplimit g
-                   ON g.queue = c.name AND g.group_key = r.group_key
-                WHERE r.running >= COALESCE(g.max_concurrency, c.group_concurrency))
+               SELECT array_agg(f.group_key) FROM (
+                   SELECT r.group_key
+                     FROM (SELECT r.group_key, count(*) AS running
+                             FROM queue_engine_job r
+                            WHERE r.state = 'running' AND r.queue = c.name
+                              AND r.group_key IS NOT NULL
+                            GROUP BY r.group_key) r
+                     LEFT JOIN queue_engine_grouplimit g
+                       ON g.queue = c.name AND g.group_key = r.group_key
+                    WHERE r.running >= COALESCE(g.max_concurrency, c.group_concurrency)
+                   UNION  -- keys held at 0, which run nothing
+                   SELECT g.group_key FROM queue_engine_grouplimit g
+                    WHERE g.queue = c.name AND g.max_concurrency = 0) f)
            END AS full_keys,
            (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL) AS limited,
            -- Without the queue's lock: how many candidates are worth reading and locking.

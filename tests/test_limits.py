@@ -138,3 +138,17 @@ def test_a_busy_keys_backlog_does_not_starve_the_other_keys(
     wait_for(lambda: JobRecord.objects.filter(pk__in=others).count() == len(others), timeout=15)
 
     assert JobRecord.objects.filter(pk__in=busy).count() < 20, "the busy key's backlog ran first"
+
+
+def test_a_key_held_at_zero_does_not_starve_the_other_keys(
+    workers: Workers, executions: None
+) -> None:
+    QueueConfig.objects.update_or_create(name="grouped", defaults={"group_concurrency": 1})
+    GroupLimit.objects.create(queue="grouped", group_key="held", max_concurrency=0)
+    held = jobs.grouped.enqueue_many([{"key": "held", "pause": 0}] * 60)
+    others = jobs.grouped.enqueue_many([{"key": f"k{i}", "pause": 0.05} for i in range(5)])
+
+    workers.start("--queues", "grouped", "--concurrency", "4")
+    wait_for(lambda: JobRecord.objects.filter(pk__in=others).count() == len(others), timeout=15)
+
+    assert not JobRecord.objects.filter(pk__in=held).exists()
