@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from queue_engine import ops, sql
 from queue_engine.models import Job, JobLog, JobRecord, QueueConfig, WorkerProcess
@@ -126,6 +127,23 @@ def test_retry_with_delay_waits_on_the_database_clock(workers: Workers) -> None:
     assert rec.started_at is not None and rec.finished_at is not None
     assert (rec.finished_at - rec.started_at).total_seconds() < 1
     assert (rec.started_at - rec.created_at).total_seconds() >= 1.4
+
+
+def test_a_retry_delay_too_long_to_store_waits_ten_years_and_spoils_no_other_settle(
+    workers: Workers,
+) -> None:
+    late = jobs.retry_later.enqueue(delay=1e15)
+    others = [jobs.noop.enqueue() for _ in range(5)]
+
+    workers.run_burst()
+
+    waiting = Job.objects.get(pk=late.id)
+    assert waiting.state == "scheduled" and waiting.attempt == 1
+    years = (waiting.run_at - timezone.now()).days / 365.25
+    assert 9.9 < years < 10.1
+    assert {r.state for r in JobRecord.objects.filter(pk__in=[j.id for j in others])} == {
+        "succeeded"
+    }
 
 
 def test_snooze_reschedules_without_burning_attempts_and_updates_payload(

@@ -34,6 +34,16 @@ class Outcome:
     payload: str | None = None  # JSON text (snooze with a new payload)
 
 
+# The longest a retry or a snooze waits. A delay Postgres cannot add to now() (past the
+# year 294276, or infinite) would fail the whole batch's settle, every job in it.
+MAX_DELAY = 10 * 365.25 * 24 * 3600  # ten years, in seconds
+
+
+def bounded(delay: float) -> float:
+    """A retry's or a snooze's delay, within 0 and MAX_DELAY (not a number: 0)."""
+    return min(max(delay, 0.0), MAX_DELAY) if delay == delay else 0.0
+
+
 class IdleTimeout(Exception):
     """The handler neither heartbeated nor reported progress within its idle timeout."""
 
@@ -245,7 +255,7 @@ class Execution:
                     payload = dump_json(exc.payload, what=f"{self.kind}: the snooze payload")
                 except PayloadError as bad:
                     return self._failure(bad, retryable=False)
-            return Outcome("snoozed", self, delay=exc.delay, payload=payload)
+            return Outcome("snoozed", self, delay=bounded(exc.delay), payload=payload)
         if isinstance(exc, LeaseLost):
             return Outcome("dropped", self)
         if isinstance(exc, Fatal):
@@ -284,7 +294,7 @@ class Execution:
             return Outcome("failed", self, error=error)
         if delay is None:
             delay = self._backoff().delay(self.attempt)
-        return Outcome("retry", self, error=error, delay=max(delay, 0.0))
+        return Outcome("retry", self, error=error, delay=bounded(delay))
 
     def _backoff(self) -> Backoff:
         return (
