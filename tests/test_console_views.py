@@ -307,6 +307,21 @@ def test_queue_page_shows_counts_and_config(viewer: Client, data: ConsoleData) -
     assert "4</b> dead jobs" in page
 
 
+def test_live_counts_of_a_table_too_large_to_count_are_marked_as_estimates(
+    viewer: Client, data: ConsoleData
+) -> None:
+    jobs.noop.using(queue="big").enqueue_many([{}] * (tracking.LIVE_SCAN + 1))
+
+    queue_page = viewer.get("/queues/big/").content.decode()
+    overview = viewer.get("/").content.decode()
+
+    marker = '<abbr class="estimate" title="an estimate'
+    assert re.search(r'Available</div><div class="value"><abbr class="estimate"', queue_page)
+    assert marker in overview
+    small = viewer.get("/queues/billing/").content.decode()  # few available: still exact
+    assert re.search(r'Available</div><div class="value">\d', small)
+
+
 def test_schedules_page_shows_timing_and_next_fire(viewer: Client, data: ConsoleData) -> None:
     page = text_of(viewer.get("/schedules/"))
 

@@ -112,6 +112,15 @@ class QueueStats:
         return not self.exact.get("failed", True)
 
     @property
+    def estimated(self) -> set[str]:
+        """Live states whose count is an estimate (a live table past tracking.LIVE_SCAN)."""
+        return {
+            s
+            for s in ("available", "scheduled", "running", "blocked")
+            if not self.exact.get(s, True)
+        }
+
+    @property
     def latency(self) -> timedelta | None:
         if self.oldest_available is None:
             return None
@@ -119,7 +128,8 @@ class QueueStats:
 
 
 def queue_stats(name: str | None = None) -> list[QueueStats]:
-    """Every queue (or one): live depth by state exactly, history capped, oldest waiting job."""
+    """Every queue (or one): live depth by state (estimated on a large live table), history
+    capped, oldest waiting job."""
     stats = []
     limits = dict(QueueConfig.objects.values_list("name", "max_concurrency"))
     oldest = Job.objects.filter(state="available")
