@@ -40,6 +40,31 @@ SELECT c.name,
  WHERE (%(queue)s::varchar IS NULL OR c.name = %(queue)s)
 """
 
+# Each queue's longest-waiting available job, read through the claim index one priority
+# at a time (a loose scan: a probe or two per distinct priority, however many jobs
+# wait), not by reading every available job to take the minimum.
+OLDEST_AVAILABLE = """
+SELECT c.name, (
+    WITH RECURSIVE p(priority) AS (
+        (SELECT j.priority FROM queue_engine_job j
+          WHERE j.state = 'available' AND j.queue = c.name
+          ORDER BY j.priority DESC LIMIT 1)
+        UNION ALL
+        SELECT (SELECT j.priority FROM queue_engine_job j
+                 WHERE j.state = 'available' AND j.queue = c.name
+                   AND j.priority < p.priority
+                 ORDER BY j.priority DESC LIMIT 1)
+          FROM p WHERE p.priority IS NOT NULL
+    )
+    SELECT min((SELECT j.run_at FROM queue_engine_job j
+                 WHERE j.state = 'available' AND j.queue = c.name
+                   AND j.priority = p.priority
+                 ORDER BY j.priority DESC, j.run_at LIMIT 1))
+      FROM p WHERE p.priority IS NOT NULL)
+  FROM queue_engine_queueconfig c
+ WHERE (%(queue)s::varchar IS NULL OR c.name = %(queue)s)
+"""
+
 # Scheduled jobs of every queue, at most %(scan)s + 1 (no index has their queue: the
 # partial index on run_at when they are few, else a Seq Scan that finds them soon).
 CAPPED_SCHEDULED_COUNTS = """

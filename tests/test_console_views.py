@@ -322,6 +322,31 @@ def test_live_counts_of_a_table_too_large_to_count_are_marked_as_estimates(
     assert re.search(r'Available</div><div class="value">\d', small)
 
 
+def test_oldest_waiting_job_is_found_whatever_its_priority(data: ConsoleData) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from queue_engine.console.queries import queue_stats
+
+    now = timezone.now()
+    for priority, minutes in ((50, 1), (0, 30), (-20, 5), (0, 2)):
+        Job.objects.create(
+            kind="tests.noop",
+            queue="waits",
+            priority=priority,
+            run_at=now - timedelta(minutes=minutes),
+        )
+
+    (stats,) = queue_stats("waits")
+
+    assert (
+        stats.oldest_available
+        == Job.objects.get(queue="waits", priority=0, run_at__lt=now - timedelta(minutes=20)).run_at
+    )
+    assert stats.latency is not None and stats.latency >= timedelta(minutes=30)
+
+
 def test_schedules_page_shows_timing_and_next_fire(viewer: Client, data: ConsoleData) -> None:
     page = text_of(viewer.get("/schedules/"))
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import psycopg
 from django.db import OperationalError, connection, transaction
-from django.db.models import DateTimeField, F, Min, QuerySet, Value
+from django.db.models import DateTimeField, F, QuerySet, Value
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from queue_engine import tracking
+from queue_engine import sql_tracking, tracking
 from queue_engine.conf import option
 from queue_engine.models import AuditEvent, Job, JobLog, JobRecord, QueueConfig, WorkerProcess
 
@@ -132,15 +132,9 @@ def queue_stats(name: str | None = None) -> list[QueueStats]:
     capped, oldest waiting job."""
     stats = []
     limits = dict(QueueConfig.objects.values_list("name", "max_concurrency"))
-    oldest = Job.objects.filter(state="available")
-    if name is not None:
-        oldest = oldest.filter(queue=name)
-    waiting = dict(
-        oldest.values("queue")
-        .annotate(oldest=Min("run_at"))
-        .values_list("queue", "oldest")
-        .order_by()
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql_tracking.OLDEST_AVAILABLE, {"queue": name})
+        waiting = dict(cursor.fetchall())
     for queue in tracking.queue_counts(name):
         stats.append(
             QueueStats(
