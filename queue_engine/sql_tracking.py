@@ -25,8 +25,9 @@ SELECT queue, state, count(*)
  GROUP BY 1, 2
 """
 
-# A larger live table (a backlog): per queue, available and running jobs counted up
-# to %(cap)s + 1 through their partial indexes (qe_job_claim, qe_job_running_group);
+# A larger live table (a backlog): per queue, available, running and blocked jobs
+# counted up to %(cap)s + 1 through their partial indexes (qe_job_claim,
+# qe_job_running_group, qe_job_blocked);
 # the states are literals so that the planner can use those indexes.
 CAPPED_LIVE_COUNTS = """
 SELECT c.name,
@@ -35,6 +36,9 @@ SELECT c.name,
                                LIMIT %(cap)s + 1) AS capped),
        (SELECT count(*) FROM (SELECT 1 FROM queue_engine_job j
                                WHERE j.queue = c.name AND j.state = 'running'
+                               LIMIT %(cap)s + 1) AS capped),
+       (SELECT count(*) FROM (SELECT 1 FROM queue_engine_job j
+                               WHERE j.queue = c.name AND j.state = 'blocked'
                                LIMIT %(cap)s + 1) AS capped)
   FROM queue_engine_queueconfig c
  WHERE (%(queue)s::varchar IS NULL OR c.name = %(queue)s)

@@ -62,7 +62,7 @@ class StateCount:
     count: int
     # False: an estimate, never below what was counted. History: from the rollup, the exact
     # count being above the cap. Live, when more than LIVE_SCAN jobs can still run: from a
-    # sample of the table, for available and running jobs only above the cap.
+    # sample of the table, for available, running and blocked jobs only above the cap.
     exact: bool
 
 
@@ -82,8 +82,9 @@ def queue_counts(
 ) -> list[QueueCounts]:
     """Jobs per state for every queue (or one), each read boundedly, exact or estimated.
 
-    Live: exact while at most `scan` jobs can still run; beyond that, available and
-    running jobs are exact up to `cap`, and the rest are estimated from a sample.
+    Live: exact while at most `scan` jobs can still run; beyond that, available, running
+    and blocked jobs are exact up to `cap`, scheduled ones while they are few, and the
+    rest are estimated from a sample.
     A history count above `cap` is the rollup's count of what ended within the
     queue's retention window (never less than cap + 1). Estimates are `exact=False`.
     """
@@ -130,8 +131,8 @@ def _live_counts(
 
     counts: dict[tuple[str, str], StateCount] = {}
     cursor.execute(q.CAPPED_LIVE_COUNTS, params)
-    for name, available, running in cursor.fetchall():
-        for state, n in (("available", available), ("running", running)):
+    for name, available, running, blocked in cursor.fetchall():
+        for state, n in (("available", available), ("running", running), ("blocked", blocked)):
             counts[(name, state)] = StateCount(n, True) if n <= cap else estimate((name, state), n)
     # Scheduled jobs have no index with their queue: when the sample finds few, try to
     # count them all (at most `scan`); when it finds many, that would only confirm it.
@@ -145,7 +146,6 @@ def _live_counts(
         key = (name, "scheduled")
         n = scheduled.get(name, 0)
         counts[key] = StateCount(n, True) if all_scheduled else estimate(key, n)
-        counts[(name, "blocked")] = estimate((name, "blocked"), 0)
     return counts
 
 

@@ -120,6 +120,10 @@ class Job(JobFields):
             models.Index(
                 fields=["flow_id"], name="qe_job_flow", condition=models.Q(flow_id__isnull=False)
             ),
+            # The console's count of a queue's blocked flow nodes, bounded (tracking).
+            models.Index(
+                fields=["queue"], name="qe_job_blocked", condition=models.Q(state="blocked")
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

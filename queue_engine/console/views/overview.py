@@ -19,6 +19,7 @@ def overview_context(
         "totals": {
             state: sum(q.counts.get(state, 0) for q in queues) for state in queries.LIVE_STATES
         },
+        "estimated": set().union(*(q.estimated for q in queues)),
         "dead_total": sum(q.dead for q in queues),
         "workers": queries.alive_workers(),
         "failures": queries.recent_failures() if failures else [],
