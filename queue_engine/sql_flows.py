@@ -191,29 +191,41 @@ DELETE FROM queue_engine_flowcountdown c
                     WHERE j.id = c.child_id AND j.state = 'blocked')
 """
 
-# A flow's state from its nodes: failed once a node is dead, cancelled once a node
-# was cancelled and nothing runs, succeeded when no node is left in the live table.
+# A flow's state from its nodes: failed once a node is dead; cancelled once a node was
+# cancelled and no node can run any more (none available, scheduled or running: what
+# is left waits on a dead or cancelled node); succeeded when no node is left in the
+# live table; else running. It finishes (finished_at) when no node can run any more,
+# so a failed flow whose other branches still run has no end time yet.
 REFRESH_FLOWS = """
 UPDATE queue_engine_flow f
    SET state = s.state,
-       finished_at = CASE WHEN s.state = 'running' THEN NULL
-                          ELSE COALESCE(f.finished_at, now()) END
+       finished_at = CASE WHEN s.settled THEN COALESCE(f.finished_at, now()) END
   FROM (
-    SELECT f2.id,
-           CASE WHEN EXISTS (SELECT 1 FROM queue_engine_jobrecord r
-                              WHERE r.flow_id = f2.id AND r.state = 'failed') THEN 'failed'
-                WHEN EXISTS (SELECT 1 FROM queue_engine_jobrecord r
-                              WHERE r.flow_id = f2.id AND r.state = 'cancelled')
-                 AND NOT EXISTS (SELECT 1 FROM queue_engine_job j
-                                  WHERE j.flow_id = f2.id AND j.state = 'running')
-                     THEN 'cancelled'
-                WHEN NOT EXISTS (SELECT 1 FROM queue_engine_job j WHERE j.flow_id = f2.id)
-                     THEN 'succeeded'
-                ELSE 'running' END AS state
-      FROM queue_engine_flow f2
-     WHERE f2.id = ANY(%s::bigint[])
+    SELECT x.id, x.state,
+           x.state <> 'running' AND NOT EXISTS (
+               SELECT 1 FROM queue_engine_job j
+                WHERE j.flow_id = x.id AND j.state IN ('available', 'scheduled', 'running')
+           ) AS settled
+      FROM (
+        SELECT f2.id,
+               CASE WHEN EXISTS (SELECT 1 FROM queue_engine_jobrecord r
+                                  WHERE r.flow_id = f2.id AND r.state = 'failed')
+                         THEN 'failed'
+                    WHEN EXISTS (SELECT 1 FROM queue_engine_jobrecord r
+                                  WHERE r.flow_id = f2.id AND r.state = 'cancelled')
+                     AND NOT EXISTS (SELECT 1 FROM queue_engine_job j
+                                      WHERE j.flow_id = f2.id
+                                        AND j.state IN ('available', 'scheduled', 'running'))
+                         THEN 'cancelled'
+                    WHEN NOT EXISTS (SELECT 1 FROM queue_engine_job j WHERE j.flow_id = f2.id)
+                         THEN 'succeeded'
+                    ELSE 'running' END AS state
+          FROM queue_engine_flow f2
+         WHERE f2.id = ANY(%s::bigint[])
+      ) x
   ) s
- WHERE f.id = s.id AND f.state IS DISTINCT FROM s.state
+ WHERE f.id = s.id
+   AND (f.state IS DISTINCT FROM s.state OR (f.finished_at IS NOT NULL) <> s.settled)
 RETURNING f.id, f.state
 """
 
