@@ -95,9 +95,8 @@ def _with_dependants(cursor: Any, ids: list[int]) -> list[int]:
     return sorted({r[0] for r in cursor.fetchall()} | set(ids))
 
 
-def _refresh_flows_of(cursor: Any, job_ids: list[int]) -> None:
-    from queue_engine import sql_flows
-
+def _flows_of(cursor: Any, job_ids: list[int]) -> list[int]:
+    """The flows these jobs (live or ended) are nodes of."""
     cursor.execute(
         "SELECT DISTINCT flow_id FROM queue_engine_jobrecord "
         "WHERE id = ANY(%s) AND flow_id IS NOT NULL "
@@ -105,7 +104,16 @@ def _refresh_flows_of(cursor: Any, job_ids: list[int]) -> None:
         "WHERE id = ANY(%s) AND flow_id IS NOT NULL",
         [job_ids, job_ids],
     )
-    flows = [r[0] for r in cursor.fetchall()]
+    return sorted(r[0] for r in cursor.fetchall())
+
+
+def _refresh_flows_of(cursor: Any, job_ids: list[int]) -> None:
+    _refresh_flows(cursor, _flows_of(cursor, job_ids))
+
+
+def _refresh_flows(cursor: Any, flows: list[int]) -> None:
+    from queue_engine import sql_flows
+
     if flows:
         cursor.execute(sql_flows.REFRESH_FLOWS, [flows])
         refresh_after_commit(flows)
@@ -142,6 +150,19 @@ def retry_job(job_id: int, *, actor: Any = None) -> str:
             _notify([q for _, q in rows], [job_id])
             audit(actor, "retry", "job", str(job_id), 1, mode="run_now")
             return "run_now"
+        flow_node = (
+            JobRecord.objects.select_for_update()
+            .filter(pk=job_id, state="succeeded", flow_id__isnull=False)
+            .values_list("flow_id", "node_key")
+            .first()
+        )
+        if flow_node is not None:
+            raise OpsError(
+                f"Cannot retry job {job_id}: it succeeded as node {flow_node[1]!r} of flow "
+                f"{flow_node[0]} and its dependants already counted it, so run it again "
+                "with its flow instead (requeue_flow if the flow failed or was cancelled, "
+                "else rerun_flow)."
+            )
         if (
             redrive_jobs(
                 [job_id], actor=actor, states=("failed", "cancelled", "succeeded"), action="retry"
@@ -177,14 +198,18 @@ def remove_job(job_id: int, *, actor: Any = None) -> None:
 
 
 def remove_jobs(ids: list[int], *, actor: Any = None) -> int:
+    """Delete these jobs (and the flow nodes downstream of them) for good, running ones
+    excepted; the flows they belonged to are refreshed, as a cancel does."""
     with transaction.atomic(), connection.cursor() as cursor:
         ids = _with_dependants(cursor, ids)
+        flows = _flows_of(cursor, ids)  # read before the rows that name them are gone
         cursor.execute(sql.OPS_REMOVE_LIVE, {"ids": ids})
         removed = [r[0] for r in cursor.fetchall()]
         cursor.execute(sql.OPS_REMOVE_RECORDS, {"ids": ids})
         removed += [r[0] for r in cursor.fetchall()]
         if removed:
             _notify([], removed)
+            _refresh_flows(cursor, flows)
             audit(actor, "remove", "job", _target([(i,) for i in removed]), len(removed))
     return len(removed)
 
@@ -206,8 +231,21 @@ def redrive_jobs(
     action: str = "redrive",
     queue: str | None = None,
 ) -> int:
-    """Redrive these ended jobs; with `queue`, audited as a batch of that queue's redrive."""
+    """Redrive these ended jobs; with `queue`, audited as a batch of that queue's redrive.
+
+    A flow node that succeeded is never run again on its own, whatever `states` allows:
+    its dependants already counted it down, and a second settle would count them down
+    again and start a fan-in early. Such ids are left as they are (not counted); the
+    flow's requeue or rerun runs them again."""
     with transaction.atomic(), connection.cursor() as cursor:
+        if "succeeded" in states:
+            cursor.execute(
+                "SELECT id FROM queue_engine_jobrecord WHERE id = ANY(%s) "
+                "AND state = 'succeeded' AND flow_id IS NOT NULL FOR UPDATE",
+                [ids],
+            )
+            counted = {r[0] for r in cursor.fetchall()}
+            ids = [i for i in ids if i not in counted]
         cursor.execute(sql.OPS_REDRIVE, {"ids": ids, "states": list(states)})
         rows = cursor.fetchall()
         if rows:
