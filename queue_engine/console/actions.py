@@ -55,6 +55,9 @@ SKIPPED_BECAUSE: dict[Action, str] = {
     "remove": "running (cancel them first)",
     "redrive": "not dead or cancelled",
 }
+# ops.retry_jobs leaves these out: their dependants counted them when they succeeded.
+SUCCEEDED_FLOW_NODES = "succeeded as flow nodes, which run again only with their flow"
+
 VERBS: dict[Action, str] = {
     "cancel": "Cancel",
     "retry": "Retry",
@@ -106,8 +109,17 @@ def plan(action: Action, ids: list[int]) -> Plan:
     result = Plan(action)
     by_state: Counter[str] = Counter()
     skipped = 0
+    flow_nodes: set[int] = set()
+    if action == "retry":
+        flow_nodes = queries.succeeded_flow_nodes(
+            [i for i, s in states.items() if s == "succeeded"]
+        )
+        if flow_nodes:
+            result.skipped.append((len(flow_nodes), SUCCEEDED_FLOW_NODES))
     for job_id in ids:
         state = states.get(job_id)
+        if job_id in flow_nodes:
+            continue
         if state in effects:
             result.ids.append(job_id)
             by_state[state] += 1

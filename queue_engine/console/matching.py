@@ -111,9 +111,20 @@ def plan(action: actions.Action, params: dict[str, str], upto: int | None = None
         for model in _models(params):
             for row in _matching(model, params, upto).values("state").annotate(n=Count("id")):
                 by_state[row["state"]] += row["n"]
+        if action == "retry" and JobRecord in _models(params):
+            flow_nodes = (
+                _matching(JobRecord, params, upto)
+                .filter(state="succeeded", flow_id__isnull=False)
+                .count()
+            )
+            if flow_nodes:
+                by_state["succeeded"] -= flow_nodes
+                result.skipped.append((flow_nodes, actions.SUCCEEDED_FLOW_NODES))
     skipped = sum(n for state, n in by_state.items() if state not in effects)
     result.changes = [
-        (n, state, effects[state]) for state, n in sorted(by_state.items()) if state in effects
+        (n, state, effects[state])
+        for state, n in sorted(by_state.items())
+        if state in effects and n
     ]
     result.count = sum(n for n, _, _ in result.changes)
     if skipped:
@@ -127,12 +138,10 @@ def batches(action: actions.Action, params: dict[str, str], upto: int) -> Iterat
     for model in _models(params):
         after = 0
         while True:
-            ids = list(
-                _matching(model, params, upto)
-                .filter(id__gt=after, state__in=states)
-                .order_by("id")
-                .values_list("id", flat=True)[:BATCH]
-            )
+            matching = _matching(model, params, upto).filter(id__gt=after, state__in=states)
+            if action == "retry" and model is JobRecord:
+                matching = matching.exclude(state="succeeded", flow_id__isnull=False)
+            ids = list(matching.order_by("id").values_list("id", flat=True)[:BATCH])
             if not ids:
                 break
             after = ids[-1]

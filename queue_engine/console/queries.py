@@ -373,6 +373,12 @@ def job_states(ids: list[int]) -> dict[int, str]:
     return states
 
 
+def succeeded_flow_nodes(ids: list[int]) -> set[int]:
+    """Those of these jobs that succeeded as flow nodes (retry leaves them out)."""
+    found = JobRecord.objects.filter(pk__in=ids, state="succeeded", flow_id__isnull=False)
+    return set(found.values_list("id", flat=True))
+
+
 # The jobs list's columns, in tracking.JobRow's order.
 ROW_FIELDS = (
     "id", "queue", "kind", "name", "state", "priority", "attempt", "max_attempts", "run_at",
