@@ -86,3 +86,16 @@ def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
     report = yield
     setattr(item, f"rep_{report.when}", report)
     return report
+
+
+@pytest.fixture
+def executions(transactional_db: None) -> Iterator[None]:
+    """The table the test job kinds record their runs in (tests.jobs.record_execution)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS test_executions")
+        cursor.execute("CREATE TABLE test_executions (job_id bigint, attempt int, pid int)")
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS test_executions")

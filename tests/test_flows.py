@@ -6,7 +6,6 @@ import json
 import random
 import signal
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,16 +28,6 @@ from tests import jobs
 from tests.workers import Workers, wait_for
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def executions(transactional_db: None) -> Iterator[None]:
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS test_executions")
-        cursor.execute("CREATE TABLE test_executions (job_id bigint, attempt int, pid int)")
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS test_executions")
 
 
 def flow_state(flow_id: int, state: str, timeout: float = 30) -> FlowRow:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from django.db import connection
 
 from queue_engine import ops
 from queue_engine.flows import Flow
@@ -15,17 +12,6 @@ from tests import jobs
 from tests.workers import Workers, wait_for
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def executions(transactional_db: None) -> Iterator[None]:
-    """The table tests.node records its runs in."""
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS test_executions")
-        cursor.execute("CREATE TABLE test_executions (job_id bigint, attempt int, pid int)")
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS test_executions")
 
 
 def flow_state(flow_id: int, state: str, timeout: float = 30) -> FlowRow:

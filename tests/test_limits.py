@@ -4,28 +4,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
-from django.db import connection
 
 from queue_engine.models import GroupLimit, JobRecord, QueueConfig
 from tests import jobs
 from tests.workers import Workers, wait_for
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def executions(transactional_db: None) -> Iterator[None]:
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS test_executions")
-        cursor.execute("CREATE TABLE test_executions (job_id bigint, attempt int, pid int)")
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS test_executions")
 
 
 class Sampler:
