@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from django.db import close_old_connections, connection, transaction
@@ -20,7 +21,12 @@ Call = tuple[JobDefinition | str, tuple[Any, ...], dict[str, Any], str | None]
 
 
 def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[int]:
-    """Insert children that `join` waits for, fenced on the spawner's claim."""
+    """Insert children that `join` waits for, fenced on the spawner's claim.
+
+    Idempotent per spawner and key: a key this job already spawned into this join (an
+    earlier attempt) returns that child again instead of adding another; a key any
+    other node of the flow has is refused (the join's outputs are keyed by node key).
+    """
     if execution.flow_id is None:
         raise FlowError(
             f"job {execution.job_id} is not part of a flow, so it has no join to spawn into."
@@ -31,7 +37,15 @@ def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[i
             spec = spec_for(job, job.payload_for(args, kwargs))
         else:
             spec = JobSpec(kind=job, payload=kwargs)
+        spec = replace(spec, meta={**(spec.meta or {}), "spawned_by": execution.job_id})
         rows.append((prepare(spec), key or f"{execution.node_key}.{execution.job_id}.{index}"))
+    keys = [key for _row, key in rows]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise FlowError(
+            f"job {execution.job_id} ({execution.node_key!r}) spawns more than one child "
+            f"with node key {twice[0]!r}; node keys must be unique in a flow."
+        )
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(sql_flows.LOCK_SPAWNER, [execution.job_id, execution.token])
@@ -47,13 +61,29 @@ def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[i
                     f"into a node {join!r} of its flow, so it cannot spawn into it."
                 )
             join_id = found[0]
-            cursor.execute(sql.ALLOCATE_JOB_IDS, [len(rows)])
-            now, ids = cursor.fetchone()
-            with cursor.cursor.copy(sql_flows.COPY_FLOW_JOBS) as copy:
-                for (row, key), job_id in zip(rows, ids, strict=True):
-                    copy.write_row(flow_row(row, job_id, now, flow_id, key, 0))
-            cursor.execute(sql_flows.INSERT_EDGES, [flow_id, True, ids, [join_id] * len(ids)])
-            cursor.execute(sql_flows.ADD_PENDING, [len(ids), join_id])
+            cursor.execute(sql_flows.LOCK_FLOW_KEYS, [flow_id])
+            cursor.execute(
+                sql_flows.FLOW_NODES_WITH_KEYS, {"flow": flow_id, "join": join_id, "keys": keys}
+            )
+            existing: dict[str, int] = {}
+            for node_id, node_key, spawned_by, into_join in cursor.fetchall():
+                if spawned_by != str(execution.job_id) or not into_join or node_key in existing:
+                    raise FlowError(
+                        f"job {execution.job_id} ({execution.node_key!r}) cannot spawn a "
+                        f"child with node key {node_key!r}: another node of flow {flow_id} "
+                        f"has that key, and node keys must be unique in a flow."
+                    )
+                existing[node_key] = node_id
+            new = [(row, key) for row, key in rows if key not in existing]
+            if new:
+                cursor.execute(sql.ALLOCATE_JOB_IDS, [len(new)])
+                now, ids = cursor.fetchone()
+                with cursor.cursor.copy(sql_flows.COPY_FLOW_JOBS) as copy:
+                    for (row, key), job_id in zip(new, ids, strict=True):
+                        copy.write_row(flow_row(row, job_id, now, flow_id, key, 0))
+                        existing[key] = job_id
+                cursor.execute(sql_flows.INSERT_EDGES, [flow_id, True, ids, [join_id] * len(ids)])
+                cursor.execute(sql_flows.ADD_PENDING, [len(ids), join_id])
     finally:
         close_old_connections()
-    return list(ids)
+    return [existing[key] for key in keys]

@@ -334,3 +334,26 @@ FLOWS_OF_RECORDS = """
 SELECT DISTINCT flow_id FROM queue_engine_jobrecord
  WHERE id = ANY(%s::bigint[]) AND flow_id IS NOT NULL
 """
+
+# spawn_into only: node keys are unique in a flow (a join's ctx.outputs is keyed by
+# them), and no constraint says so (a node moves between the live and history
+# tables). Spawns into one flow take this lock, then read the flow's nodes with those
+# keys in a fresh snapshot, so two spawns cannot both add a key. An advisory lock,
+# not the flow row: a settle updates the join, then the flow row (REFRESH_FLOWS), in
+# one transaction, and a spawn updates the join after this.
+LOCK_FLOW_KEYS = (
+    "SELECT pg_advisory_xact_lock(hashtextextended('queue_engine.flow_keys:' || %s, 0))"
+)
+
+# The flow's nodes with these keys: their id, key, the job that spawned them (meta
+# spawned_by, none for declared nodes), and whether they have an edge into the join.
+FLOW_NODES_WITH_KEYS = """
+SELECT n.id, n.node_key, n.meta->>'spawned_by',
+       EXISTS (SELECT 1 FROM queue_engine_flowedge e
+                WHERE e.parent_id = n.id AND e.child_id = %(join)s AND e.dynamic)
+  FROM (SELECT id, node_key, meta FROM queue_engine_job
+         WHERE flow_id = %(flow)s AND node_key = ANY(%(keys)s::varchar[])
+        UNION ALL
+        SELECT id, node_key, meta FROM queue_engine_jobrecord
+         WHERE flow_id = %(flow)s AND node_key = ANY(%(keys)s::varchar[])) n
+"""

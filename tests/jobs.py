@@ -251,3 +251,29 @@ def spawner(ctx: Any, width: int, depth: int) -> str:
 def collect(ctx: Any) -> dict[str, int]:
     values = list(ctx.outputs.values())
     return {"parents": len(values), "ones": sum(1 for v in values if v == 1)}
+
+
+# --- flows: spawn keys unique per flow (tests/test_flows_dynamic.py) -----------------
+
+
+@job(kind="tests.key_clasher", queue="flows", max_attempts=1)
+def key_clasher(ctx: Any) -> str:
+    """Spawn two children keyed 'other' into 'join' (a declared node's key)."""
+    ctx.spawn_into("join", "tests.number", value=1, key="other")
+    ctx.spawn_into("join", "tests.number", value=1, key="other")
+    return "spawned"
+
+
+@job(kind="tests.counted_number", queue="flows")
+def counted_number(ctx: Any, value: int) -> int:
+    record_execution(ctx.job_id, ctx.attempt)
+    return value
+
+
+@job(kind="tests.spawn_then_fail", queue="flows", max_attempts=3, backoff=Backoff.fixed(0.1))
+def spawn_then_fail(ctx: Any, width: int) -> str:
+    """Fan out `width` children into 'join', then fail the first attempt."""
+    ctx.fan_out_into("join", "tests.counted_number", [{"value": 1} for _ in range(width)])
+    if ctx.attempt == 1:
+        raise ConnectionError("failed after spawning")
+    return "spawned"

@@ -1,0 +1,87 @@
+"""Dynamic joins: node keys stay unique in a flow, and a retried spawner spawns once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from django.db import connection
+
+from queue_engine.flows import Flow
+from queue_engine.models import Flow as FlowRow
+from queue_engine.models import Job, JobRecord
+from tests import jobs
+from tests.workers import Workers, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def executions(transactional_db: None) -> Iterator[None]:
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS test_executions")
+        cursor.execute("CREATE TABLE test_executions (job_id bigint, attempt int, pid int)")
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS test_executions")
+
+
+def flow_state(flow_id: int, state: str, timeout: float = 30) -> FlowRow:
+    return wait_for(
+        lambda: FlowRow.objects.filter(pk=flow_id, state=state).first(),
+        timeout=timeout,
+        message=f"flow {flow_id} to be {state}",
+    )
+
+
+def records(flow_id: int) -> dict[str | None, JobRecord]:
+    return {r.node_key: r for r in JobRecord.objects.filter(flow_id=flow_id)}
+
+
+def test_dynamic_spawn_refuses_a_key_another_node_has(workers: Workers) -> None:
+    flow = Flow("clash")
+    flow.add("coordinator", jobs.key_clasher)
+    flow.add("other", jobs.number, value=1)
+    flow.add("join", jobs.collect, depends_on=["coordinator", "other"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows", "--concurrency", "4")
+
+    flow_state(flow_id, "failed")
+
+    done = records(flow_id)
+    coordinator = done["coordinator"]
+    assert coordinator.state == "failed"
+    assert "'other'" in json.dumps(coordinator.errors)
+    assert done["other"].result == 1
+    # Nothing was spawned: the declared node is the only one keyed "other".
+    nodes = (
+        Job.objects.filter(flow_id=flow_id).count()
+        + JobRecord.objects.filter(flow_id=flow_id).count()
+    )
+    assert nodes == 3
+    assert Job.objects.get(flow_id=flow_id, node_key="join").state == "blocked"
+
+
+def test_dynamic_spawner_retried_after_spawning_reuses_its_children(
+    workers: Workers, executions: None
+) -> None:
+    flow = Flow("retried")
+    flow.add("coord", jobs.spawn_then_fail, width=2)
+    flow.add("join", jobs.collect, depends_on=["coord"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows", "--concurrency", "4")
+
+    flow_state(flow_id, "succeeded")
+
+    done = records(flow_id)
+    assert done["coord"].attempt == 2
+    children = {str(k): r for k, r in done.items() if k not in ("coord", "join")}
+    coord_id = done["coord"].id
+    assert sorted(children) == [f"coord.{coord_id}.0", f"coord.{coord_id}.1"]
+    # coord + its 2 children, each output there once.
+    assert done["join"].result == {"parents": 3, "ones": 2}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT job_id FROM test_executions ORDER BY job_id")
+        ran = [row[0] for row in cursor.fetchall()]
+    assert ran == sorted(r.id for r in children.values())
