@@ -14,7 +14,7 @@ import json
 import re
 import sys
 import types
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -585,18 +585,7 @@ def enqueue_many(specs: Iterable[JobSpec]) -> list[int]:
     seen: SeenOptions = {}
     specs = list(specs)
 
-    def prepared_rows() -> Iterator[Row]:
-        for index, spec in enumerate(specs):
-            try:
-                row = prepare(spec, options=opts, seen=seen)
-            except Exception as exc:
-                named = item_error(index, exc)
-                if named is exc:
-                    raise
-                raise named from None
-            yield row
-
-    rows = prepared_rows()
+    rows = _each_named(specs, lambda spec: prepare(spec, options=opts, seen=seen))
     if any(spec.dedup_key is not None for spec in specs):
         return insert_rows(list(rows))
     return copy_rows(len(specs), rows)
@@ -610,30 +599,35 @@ def enqueue_calls(definition: JobDefinition, calls: Sequence[Call]) -> list[int]
     decided = kind_options(spec_for(definition, {}), definition, opts)
     kind = definition.kind
 
-    def built_rows() -> Iterator[Row]:
-        for index, call in enumerate(calls):
-            try:
-                row = build_row(
-                    decided,
-                    kind,
-                    definition.payload_of(call),
-                    o.dedup_key,
-                    o.name,
-                    o.group_key,
-                    o.meta,
-                    opts,
-                )
-            except Exception as exc:
-                named = item_error(index, exc)
-                if named is exc:
-                    raise
-                raise named from None
-            yield row
-
-    rows = built_rows()
+    rows = _each_named(
+        calls,
+        lambda call: build_row(
+            decided,
+            kind,
+            definition.payload_of(call),
+            o.dedup_key,
+            o.name,
+            o.group_key,
+            o.meta,
+            opts,
+        ),
+    )
     if o.dedup_key is not None:
         return insert_rows(list(rows))
     return copy_rows(len(calls), rows)
+
+
+def _each_named[T](items: Iterable[T], make: Callable[[T], Row]) -> Iterator[Row]:
+    """`make(item)` for each item in turn; an error names the item (`item_error`)."""
+    for index, item in enumerate(items):
+        try:
+            row = make(item)
+        except Exception as exc:
+            named = item_error(index, exc)
+            if named is exc:
+                raise
+            raise named from None
+        yield row
 
 
 def item_error(index: int, exc: Exception) -> Exception:
