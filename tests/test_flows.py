@@ -25,21 +25,10 @@ from queue_engine.models import (
     WorkerProcess,
 )
 from tests import jobs
+from tests.flow_helpers import flow_state, records
 from tests.workers import Workers, wait_for
 
 pytestmark = pytest.mark.slow
-
-
-def flow_state(flow_id: int, state: str, timeout: float = 30) -> FlowRow:
-    return wait_for(
-        lambda: FlowRow.objects.filter(pk=flow_id, state=state).first(),
-        timeout=timeout,
-        message=f"flow {flow_id} to be {state}",
-    )
-
-
-def records(flow_id: int) -> dict[str | None, JobRecord]:
-    return {r.node_key: r for r in JobRecord.objects.filter(flow_id=flow_id)}
 
 
 def saw(record: JobRecord) -> Any:

@@ -3,40 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from django.db import connection
 
 from queue_engine.flows import Flow
-from queue_engine.models import Flow as FlowRow
 from queue_engine.models import Job, JobRecord
 from tests import jobs
-from tests.workers import Workers, wait_for
+from tests.flow_helpers import flow_state, records
+from tests.workers import Workers
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def executions(transactional_db: None) -> Iterator[None]:
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS test_executions")
-        cursor.execute("CREATE TABLE test_executions (job_id bigint, attempt int, pid int)")
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS test_executions")
-
-
-def flow_state(flow_id: int, state: str, timeout: float = 30) -> FlowRow:
-    return wait_for(
-        lambda: FlowRow.objects.filter(pk=flow_id, state=state).first(),
-        timeout=timeout,
-        message=f"flow {flow_id} to be {state}",
-    )
-
-
-def records(flow_id: int) -> dict[str | None, JobRecord]:
-    return {r.node_key: r for r in JobRecord.objects.filter(flow_id=flow_id)}
 
 
 def test_dynamic_spawn_refuses_a_key_another_node_has(workers: Workers) -> None:

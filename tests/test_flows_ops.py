@@ -9,17 +9,10 @@ from queue_engine.flows import Flow
 from queue_engine.models import AuditEvent, FlowCountdown, Job, JobRecord
 from queue_engine.models import Flow as FlowRow
 from tests import jobs
-from tests.workers import Workers, wait_for
+from tests.flow_helpers import flow_state
+from tests.workers import Workers
 
 pytestmark = pytest.mark.slow
-
-
-def flow_state(flow_id: int, state: str, timeout: float = 30) -> FlowRow:
-    return wait_for(
-        lambda: FlowRow.objects.filter(pk=flow_id, state=state).first(),
-        timeout=timeout,
-        message=f"flow {flow_id} to be {state}",
-    )
 
 
 def half_done_fan_in(workers: Workers) -> tuple[int, dict[str, int]]:
