@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import psycopg.errors
 from django.db import IntegrityError, connection, transaction
 
 from queue_engine import sql, sql_flows
@@ -40,6 +41,11 @@ class Flow:
     def __init__(
         self, name: str, *, priority: int = 0, meta: Mapping[str, Any] | None = None
     ) -> None:
+        if not isinstance(name, str) or not name.strip() or len(name) > 255:
+            raise FlowError(
+                f"a flow's name must be text of 1 to 255 characters, not {name!r}; "
+                "it is how the console lists the flow."
+            )
         if not isinstance(priority, int) or not -100 <= priority <= 100:
             raise FlowError(f"flow {name!r}: priority must be from -100 to 100, not {priority!r}.")
         self.name = name
@@ -75,8 +81,17 @@ class Flow:
                     "so pass its arguments by name."
                 )
             spec = JobSpec(kind=job, payload=kwargs)
-        self.nodes[key] = Node(key, spec, list(depends_on))
+        self.nodes[key] = Node(key, spec, self._parents(f"node {key!r}", depends_on))
         return key
+
+    def _parents(self, what: str, depends_on: Iterable[str]) -> list[str]:
+        """The parent keys, each once; a bare string is refused (it would be read as letters)."""
+        if isinstance(depends_on, str):
+            raise FlowError(
+                f"flow {self.name!r}: {what} got depends_on={depends_on!r}, a string; "
+                f"pass a list of node keys, e.g. depends_on=[{depends_on!r}]."
+            )
+        return list(dict.fromkeys(depends_on))
 
     def fan_out(
         self,
@@ -87,7 +102,7 @@ class Flow:
         depends_on: Iterable[str] = (),
     ) -> list[str]:
         """Add one node per call, keyed `prefix[0]`, `prefix[1]`, ...; returns the keys."""
-        parents = list(depends_on)
+        parents = self._parents(f"fan-out {prefix!r}", depends_on)
         keys = []
         for index, call in enumerate(calls):
             key = f"{prefix}[{index}]"
@@ -125,21 +140,57 @@ class Flow:
                 rows[key] = prepare(node.spec)
             except EnqueueError as exc:
                 raise FlowError(f"flow {self.name!r}, node {key!r}: {exc}") from None
+        self._refuse_shared_dedup_keys(rows)
         meta = dump_json(self.meta, what=f"flow {self.name!r}: meta")
         try:
+            # A savepoint: on a conflict only this flow's writes are undone and the
+            # caller's transaction stays usable.
             with transaction.atomic():
                 return self._write(order, rows, meta)
-        except IntegrityError as exc:
+        except (IntegrityError, psycopg.errors.UniqueViolation) as exc:
+            # The COPY runs on the raw psycopg cursor, so its error is not wrapped.
+            cause = exc if isinstance(exc, psycopg.Error) else exc.__cause__
+            if getattr(getattr(cause, "diag", None), "constraint_name", None) != "qe_job_dedup":
+                raise
+            raise FlowError(self._held_dedup_keys_message(rows)) from None
+
+    def _refuse_shared_dedup_keys(self, rows: Mapping[str, Row]) -> None:
+        holders: dict[tuple[str, str], list[str]] = {}
+        for key in self.nodes:  # in the order they were added
+            row = rows[key]
+            if row.dedup_key is not None:
+                holders.setdefault((row.kind, row.dedup_key), []).append(key)
+        shared = [keys for keys in holders.values() if len(keys) > 1]
+        if shared:
+            names = "; ".join(" and ".join(map(repr, keys)) for keys in shared)
             raise FlowError(
-                f"flow {self.name!r}: a node's dedup key is already held by a live "
-                f"job ({exc.__cause__ or exc}); drop the key or wait for that job."
-            ) from None
+                f"flow {self.name!r}: nodes {names} have the same kind and dedup key, "
+                "and a dedup key allows one live job; give each node its own key."
+            )
+
+    def _held_dedup_keys_message(self, rows: Mapping[str, Row]) -> str:
+        """Name the nodes whose dedup keys live jobs hold (read after the rollback)."""
+        keyed = {(r.kind, r.dedup_key): k for k, r in rows.items() if r.dedup_key is not None}
+        with connection.cursor() as cursor:
+            cursor.execute(
+                sql.SELECT_JOB_IDS_BY_DEDUP_KEYS,
+                [[kind for kind, _ in keyed], [dedup for _, dedup in keyed]],
+            )
+            held = [
+                f"node {keyed[(kind, dedup)]!r} (key {dedup!r}, job {job_id})"
+                for kind, dedup, job_id in cursor.fetchall()
+                if (kind, dedup) in keyed
+            ]
+        which = ", ".join(held) if held else "a node (the holder has finished since)"
+        return (
+            f"flow {self.name!r}: nothing was written, because a live job already holds "
+            f"the dedup key of {which}; drop the node's dedup key, or submit once that "
+            "job has finished."
+        )
 
     def _write(self, order: list[str], rows: dict[str, Row], meta: str) -> int:
         with connection.cursor() as cursor:
-            cursor.execute(
-                sql_flows.INSERT_FLOW, [self.name[:255], self.priority, meta, self.rerun_of]
-            )
+            cursor.execute(sql_flows.INSERT_FLOW, [self.name, self.priority, meta, self.rerun_of])
             flow_id = cursor.fetchone()[0]
             cursor.execute(sql.ALLOCATE_JOB_IDS, [len(order)])
             now, ids = cursor.fetchone()

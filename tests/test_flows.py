@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -426,6 +426,24 @@ def test_cancel_cascades_to_dependants_and_cancel_flow(workers: Workers) -> None
         ),
         (lambda f: f.add("a", "no.such.kind", value=1), "node 'a': Unknown job kind"),
         (lambda f: f.add("a", jobs.number, value={1, 2}), "node 'a'.*set at 'value'"),
+        (
+            lambda f: (
+                f.add("a", jobs.number.using(dedup_key="k"), value=1),
+                f.add("b", jobs.number.using(dedup_key="k"), value=2),
+            ),
+            "nodes 'a' and 'b' have the same kind and dedup key",
+        ),
+        (
+            lambda f: (
+                f.add("fetch", jobs.number, value=1),
+                f.add("b", jobs.number, value=2, depends_on="fetch"),
+            ),
+            r"node 'b' got depends_on='fetch', a string; pass a list.*\['fetch'\]",
+        ),
+        (
+            lambda f: f.fan_out("p", jobs.number, [{"value": 1}], depends_on="fetch"),
+            r"fan-out 'p' got depends_on='fetch', a string",
+        ),
     ],
 )
 def test_bad_graphs_are_rejected_before_anything_is_written(
@@ -441,6 +459,42 @@ def test_bad_graphs_are_rejected_before_anything_is_written(
 
     assert not FlowRow.objects.exists() and not Job.objects.exists()
     assert not FlowEdge.objects.exists()
+
+
+def test_a_dedup_key_a_live_job_holds_names_the_node_and_the_caller_goes_on(
+    transactional_db: None,
+) -> None:
+    held = jobs.number.using(dedup_key="nightly").enqueue(value=0).pk
+    flow = Flow("second")
+    flow.add("free", jobs.number, value=1)
+    flow.add("taken", jobs.number.using(dedup_key="nightly"), value=2, depends_on=["free"])
+
+    with transaction.atomic():
+        with pytest.raises(
+            FlowError, match=rf"dedup key of node 'taken' \(key 'nightly', job {held}\)"
+        ):
+            flow.submit()
+        Job.objects.filter(pk=held).update(priority=3)  # the transaction is still usable
+
+    assert not FlowRow.objects.exists() and not FlowEdge.objects.exists()
+    assert list(Job.objects.values_list("pk", "priority")) == [(held, 3)]
+
+
+def test_a_repeated_parent_is_one_edge(workers: Workers) -> None:
+    flow = Flow("twice")
+    flow.add("a", jobs.number, value=1)
+    flow.add("b", jobs.number, value=2, depends_on=["a", "a"])
+    flow_id = flow.submit()
+
+    assert FlowEdge.objects.count() == 1
+    workers.start()
+    flow_state(flow_id, "succeeded")
+
+
+@pytest.mark.parametrize("name", [None, "", "  ", "x" * 256])
+def test_a_flow_name_that_cannot_be_listed_is_refused(name: object) -> None:
+    with pytest.raises(FlowError, match="a flow's name must be text of 1 to 255 characters"):
+        Flow(name)  # type: ignore[arg-type]
 
 
 def test_duplicate_keys_are_refused_at_once(transactional_db: None) -> None:
