@@ -31,15 +31,15 @@ def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[i
         raise FlowError(
             f"job {execution.job_id} is not part of a flow, so it has no join to spawn into."
         )
-    rows = []
+    specs = []
     for index, (job, args, kwargs, key) in enumerate(calls):
         if isinstance(job, JobDefinition):
             spec = spec_for(job, job.payload_for(args, kwargs))
         else:
             spec = JobSpec(kind=job, payload=kwargs)
         spec = replace(spec, meta={**(spec.meta or {}), "spawned_by": execution.job_id})
-        rows.append((prepare(spec), key or f"{execution.node_key}.{execution.job_id}.{index}"))
-    keys = [key for _row, key in rows]
+        specs.append((spec, key or f"{execution.node_key}.{execution.job_id}.{index}"))
+    keys = [key for _spec, key in specs]
     twice = sorted({key for key in keys if keys.count(key) > 1})
     if twice:
         raise FlowError(
@@ -52,7 +52,18 @@ def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[i
             held = cursor.fetchone()
             if held is None:
                 raise LeaseLost(f"job {execution.job_id} is no longer held by this worker")
-            flow_id, _priority = held
+            flow_id, flow_priority = held
+            # Like the nodes submitted with the flow, a child without a priority of its
+            # own takes the flow's.
+            rows = [
+                (
+                    prepare(
+                        spec if spec.priority is not None else replace(spec, priority=flow_priority)
+                    ),
+                    key,
+                )
+                for spec, key in specs
+            ]
             cursor.execute(sql_flows.JOIN_HELD_BY, [execution.job_id, flow_id, join])
             found = cursor.fetchone()
             if found is None:

@@ -243,9 +243,10 @@ SELECT id FROM down
 # the join must now also wait for. Fenced: only while the spawner still runs
 # under the caller's claim token.
 LOCK_SPAWNER = """
-SELECT j.flow_id, j.priority FROM queue_engine_job j
+SELECT j.flow_id, f.default_priority
+  FROM queue_engine_job j JOIN queue_engine_flow f ON f.id = j.flow_id
  WHERE j.id = %s AND j.claim_token = %s AND j.state = 'running'
-   FOR SHARE
+   FOR SHARE OF j
 """
 
 JOIN_HELD_BY = """

@@ -62,3 +62,21 @@ def test_dynamic_spawner_retried_after_spawning_reuses_its_children(
         cursor.execute("SELECT job_id FROM test_executions ORDER BY job_id")
         ran = [row[0] for row in cursor.fetchall()]
     assert ran == sorted(r.id for r in children.values())
+
+
+def test_spawned_children_take_the_flows_priority(workers: Workers) -> None:
+    flow = Flow("prioritised", priority=7)
+    flow.add("coord", jobs.spawner.using(priority=50), width=2, depth=1)
+    flow.add("join", jobs.collect, depends_on=["coord"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows")
+
+    flow_state(flow_id, "succeeded")
+
+    done = records(flow_id)
+    children = [r for k, r in done.items() if k not in ("coord", "join")]
+    assert len(children) == 2
+    # As for the nodes submitted with the flow: the flow's priority, not the
+    # spawner's own and not the kind's default.
+    assert [r.priority for r in children] == [7, 7]
+    assert (done["coord"].priority, done["join"].priority) == (50, 7)
