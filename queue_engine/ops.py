@@ -204,9 +204,13 @@ def remove_jobs(ids: list[int], *, actor: Any = None) -> int:
         ids = _with_dependants(cursor, ids)
         flows = _flows_of(cursor, ids)  # read before the rows that name them are gone
         cursor.execute(sql.OPS_REMOVE_LIVE, {"ids": ids})
-        removed = [r[0] for r in cursor.fetchall()]
+        rows = cursor.fetchall()
         cursor.execute(sql.OPS_REMOVE_RECORDS, {"ids": ids})
-        removed += [r[0] for r in cursor.fetchall()]
+        rows += cursor.fetchall()
+        removed = [job_id for job_id, _flow in rows]
+        nodes_of = [flow_id for _job, flow_id in rows if flow_id is not None]
+        if nodes_of:
+            cursor.execute(sql.OPS_COUNT_REMOVED_NODES, [nodes_of])
         if removed:
             _notify([], removed)
             _refresh_flows(cursor, flows)

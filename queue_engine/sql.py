@@ -675,11 +675,19 @@ SELECT id FROM queue_engine_jobrecord
 
 OPS_REMOVE_LIVE = """
 DELETE FROM queue_engine_job WHERE id = ANY(%(ids)s::bigint[]) AND state <> 'running'
-RETURNING id
+RETURNING id, flow_id
 """
 
 OPS_REMOVE_RECORDS = """
-DELETE FROM queue_engine_jobrecord WHERE id = ANY(%(ids)s::bigint[]) RETURNING id
+DELETE FROM queue_engine_jobrecord WHERE id = ANY(%(ids)s::bigint[]) RETURNING id, flow_id
+"""
+
+# A flow some of whose nodes were removed ends cancelled, never succeeded.
+OPS_COUNT_REMOVED_NODES = """
+UPDATE queue_engine_flow f SET removed_nodes = f.removed_nodes + r.n
+  FROM (SELECT flow_id, count(*)::int AS n FROM unnest(%s::bigint[]) AS u(flow_id)
+         GROUP BY flow_id) r
+ WHERE f.id = r.flow_id
 """
 
 NOTIFY_CONTROL = "SELECT pg_notify('qe_control', %s)"

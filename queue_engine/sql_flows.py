@@ -218,7 +218,8 @@ UPDATE queue_engine_flow f
                                         AND j.state IN ('available', 'scheduled', 'running'))
                          THEN 'cancelled'
                     WHEN NOT EXISTS (SELECT 1 FROM queue_engine_job j WHERE j.flow_id = f2.id)
-                         THEN 'succeeded'
+                         THEN CASE WHEN f2.removed_nodes > 0 THEN 'cancelled'
+                                   ELSE 'succeeded' END
                     ELSE 'running' END AS state
           FROM queue_engine_flow f2
          WHERE f2.id = ANY(%s::bigint[])

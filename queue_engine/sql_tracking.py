@@ -315,13 +315,13 @@ _FLOW_FILTERS = """(%(state)s::varchar IS NULL OR state = %(state)s)
    AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)"""
 
 FLOWS_OLDER = f"""
-SELECT id, name, state, rerun_of, created_at, finished_at FROM queue_engine_flow
+SELECT id, name, state, rerun_of, created_at, finished_at, removed_nodes FROM queue_engine_flow
  WHERE {_FLOW_FILTERS} AND (%(before)s::bigint IS NULL OR id < %(before)s)
  ORDER BY id DESC LIMIT %(limit)s
 """
 
 FLOWS_NEWER = f"""
-SELECT id, name, state, rerun_of, created_at, finished_at FROM queue_engine_flow
+SELECT id, name, state, rerun_of, created_at, finished_at, removed_nodes FROM queue_engine_flow
  WHERE {_FLOW_FILTERS} AND id > %(after)s
  ORDER BY id LIMIT %(limit)s
 """

@@ -457,11 +457,12 @@ class FlowRow:
     created_at: datetime
     finished_at: datetime | None
     nodes: dict[str, int]  # node count by job state; states with none left out
+    removed_nodes: int = 0  # removed by an operator: gone from the counts above
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...], nodes: dict[str, int]) -> FlowRow:
-        """From a row of id, name, state, rerun_of, created_at, finished_at."""
-        id, name, state, rerun_of, created_at, finished_at = row
+        """From a row of id, name, state, rerun_of, created_at, finished_at, removed_nodes."""
+        id, name, state, rerun_of, created_at, finished_at, removed_nodes = row
         return cls(
             id=id,
             name=name,
@@ -470,6 +471,7 @@ class FlowRow:
             created_at=created_at,
             finished_at=finished_at,
             nodes=nodes,
+            removed_nodes=removed_nodes,
         )
 
     @property
@@ -633,7 +635,7 @@ def flow_graph(flow_id: int, *, max_nodes: int = MAX_FLOW_NODES) -> FlowGraph | 
     None when there is no such flow."""
     with _statement_timeout(), connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id, name, state, rerun_of, created_at, finished_at "
+            "SELECT id, name, state, rerun_of, created_at, finished_at, removed_nodes "
             "FROM queue_engine_flow WHERE id = %s",
             [flow_id],
         )

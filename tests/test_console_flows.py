@@ -13,7 +13,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.utils import timezone
 
-from queue_engine import tracking
+from queue_engine import ops, tracking
 from queue_engine.console.roles import ensure_roles
 from queue_engine.flows import Flow
 from queue_engine.models import AuditEvent, Job, JobRecord
@@ -191,6 +191,17 @@ def test_a_dead_node_shows_its_error_and_the_flow_failed(as_role: Callable[[str]
     assert 'class="badge s-failed" id="flow-state-badge">failed' in html
     assert "disk full on /var/data" in html
     assert {n["state"] for n in graph_data(html)["nodes"]} == {"failed", "blocked"}
+
+
+def test_a_flow_with_removed_nodes_says_so(as_role: Callable[[str], Client]) -> None:
+    flow_id = etl()
+    ops.remove_job(Job.objects.get(flow_id=flow_id, node_key="extract").pk, actor="ops")
+
+    html = page(as_role("viewer"), f"/flows/{flow_id}/")
+
+    assert 'class="badge s-cancelled" id="flow-state-badge">cancelled' in html
+    removed = FlowRow.objects.get(pk=flow_id).removed_nodes
+    assert removed > 1 and f"<b>{removed}</b> removed" in html
 
 
 def test_big_flows_draw_the_first_nodes_and_count_them_all(

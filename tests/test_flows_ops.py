@@ -76,5 +76,22 @@ def test_removing_a_flows_last_live_node_ends_the_flow() -> None:
 
     assert not Job.objects.filter(flow_id=flow_id).exists()
     row = FlowRow.objects.get(pk=flow_id)
-    assert row.state != "running" and row.finished_at is not None
+    # Nothing of it ran: it did not succeed.
+    assert (row.state, row.removed_nodes) == ("cancelled", 2)
+    assert row.finished_at is not None
     assert AuditEvent.objects.get().count == 2
+
+
+def test_a_flow_whose_failed_branch_was_removed_ends_cancelled_not_succeeded(
+    workers: Workers, executions: None
+) -> None:
+    flow_id, ids = half_done_fan_in(workers)
+
+    ops.remove_job(ids["x"], actor="ops")  # and b and c, downstream of it
+
+    assert list(JobRecord.objects.filter(flow_id=flow_id).values_list("node_key", flat=True)) == [
+        "a"
+    ]
+    assert not Job.objects.filter(flow_id=flow_id).exists()
+    row = FlowRow.objects.get(pk=flow_id)
+    assert (row.state, row.removed_nodes) == ("cancelled", 3)

@@ -20,6 +20,8 @@ class Flow(models.Model):
     default_priority = models.SmallIntegerField(db_default=0)
     meta = models.JSONField(db_default=models.Value({}, models.JSONField()))
     rerun_of = models.BigIntegerField(null=True, blank=True)
+    # Nodes an operator removed (ops.remove_jobs): a flow with any never succeeds.
+    removed_nodes = models.IntegerField(db_default=0)
     created_at = models.DateTimeField(db_default=Now())
     finished_at = models.DateTimeField(null=True, blank=True)
 
