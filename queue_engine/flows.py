@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psycopg.errors
@@ -57,12 +57,15 @@ class Flow:
     def add(
         self,
         key: str,
-        job: JobDefinition | str,
+        job: JobDefinition | JobSpec | str,
         *args: Any,
         depends_on: Iterable[str] = (),
         **kwargs: Any,
     ) -> str:
-        """Add a node running `job` with these arguments; options come from `job.using(...)`."""
+        """Add a node running `job` with these arguments; options come from `job.using(...)`.
+
+        A kind known only by name takes its arguments by keyword; a `JobSpec` carries
+        its payload and options itself (for a kind this process has no definition of)."""
         if not isinstance(key, str) or not 0 < len(key) <= 255:
             raise FlowError(
                 f"flow {self.name!r}: a node key must be 1 to 255 characters, not {key!r}."
@@ -74,6 +77,13 @@ class Flow:
             )
         if isinstance(job, JobDefinition):
             spec = spec_for(job, job.payload_for(args, kwargs))
+        elif isinstance(job, JobSpec):
+            if args or kwargs:
+                raise FlowError(
+                    f"flow {self.name!r}: node {key!r} is a JobSpec, which carries its "
+                    "payload: put the arguments in JobSpec(payload=...)."
+                )
+            spec = replace(job)  # a copy: submit fills in the flow's priority
         else:
             if args:
                 raise FlowError(

@@ -8,6 +8,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from queue_engine import sql_flows
+from queue_engine.definitions import Backoff
 from queue_engine.enqueue import JobSpec
 from queue_engine.flows import Flow as FlowBuilder
 from queue_engine.models import Flow, Job
@@ -89,7 +90,7 @@ def rerun_flow(flow_id: int, *, actor: Any = None) -> int:
         priority,
         name,
         max_attempts,
-        _backoff,
+        backoff,
         group_key,
         labels,
         meta,
@@ -101,6 +102,7 @@ def rerun_flow(flow_id: int, *, actor: Any = None) -> int:
             priority=priority,
             name=name or None,
             max_attempts=max_attempts,
+            backoff=Backoff.from_json(_json(backoff)),
             group_key=group_key,
             labels=labels,
             meta=_json(meta),

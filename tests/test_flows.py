@@ -14,6 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from queue_engine import ops, ops_flows
+from queue_engine.definitions import Backoff
+from queue_engine.enqueue import JobSpec
 from queue_engine.flows import Flow, FlowError
 from queue_engine.models import Flow as FlowRow
 from queue_engine.models import (
@@ -376,11 +378,15 @@ def test_requeue_flow_reruns_only_what_failed(workers: Workers, executions: None
 
 def test_rerun_flow_clones_the_whole_flow(workers: Workers) -> None:
     flow = Flow("clone me")
-    flow.add("a", jobs.number, value=2)
+    flow.add("a", jobs.number.using(max_attempts=4), value=2)
     flow.add("b", jobs.sum_outputs, depends_on=["a"])
     flow_id = flow.submit()
     workers.start("--queues", "flows")
     flow_state(flow_id, "succeeded")
+    # As if the kind's backoff had changed in code since: the clone keeps the node's.
+    JobRecord.objects.filter(flow_id=flow_id, node_key="a").update(
+        backoff=Backoff.fixed(7).to_json()
+    )
 
     new_id = ops_flows.rerun_flow(flow_id, actor="ops")
 
@@ -388,6 +394,9 @@ def test_rerun_flow_clones_the_whole_flow(workers: Workers) -> None:
     flow_state(new_id, "succeeded")
     assert records(new_id)["b"].result == 2
     assert FlowRow.objects.get(pk=new_id).rerun_of == flow_id
+    # The node's own options come along, its backoff too.
+    clone = records(new_id)["a"]
+    assert (Backoff.from_json(clone.backoff), clone.max_attempts) == (Backoff.fixed(7), 4)
 
 
 def test_cancel_cascades_to_dependants_and_cancel_flow(workers: Workers) -> None:
@@ -495,6 +504,28 @@ def test_a_repeated_parent_is_one_edge(workers: Workers) -> None:
 def test_a_flow_name_that_cannot_be_listed_is_refused(name: object) -> None:
     with pytest.raises(FlowError, match="a flow's name must be text of 1 to 255 characters"):
         Flow(name)  # type: ignore[arg-type]
+
+
+def test_a_node_given_as_a_job_spec_keeps_its_options(workers: Workers) -> None:
+    flow = Flow("by name", priority=3)
+    spec = JobSpec(kind="tests.number", payload={"value": 5}, priority=33, max_attempts=2)
+    flow.add("named", spec)
+    flow.add("plain", "tests.number", value=6, depends_on=["named"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows")
+
+    flow_state(flow_id, "succeeded")
+
+    done = records(flow_id)
+    assert (done["named"].result, done["named"].priority, done["named"].max_attempts) == (5, 33, 2)
+    assert (done["plain"].result, done["plain"].priority) == (6, 3)
+    assert spec.priority == 33  # the caller's spec is not changed
+
+
+def test_a_job_spec_node_refuses_arguments_beside_it(transactional_db: None) -> None:
+    flow = Flow("spec")
+    with pytest.raises(FlowError, match=r"node 'a' is a JobSpec.*JobSpec\(payload=\.\.\.\)"):
+        flow.add("a", JobSpec(kind="tests.number"), value=1)
 
 
 def test_duplicate_keys_are_refused_at_once(transactional_db: None) -> None:
