@@ -246,14 +246,18 @@ def test_requeue_recounts_a_join_some_parents_had_counted_down(
 ) -> None:
     flow = Flow("half-counted")
     flow.add("good", jobs.node, label="good")
-    flow.add("bad", jobs.node, label="bad", fail=True)
+    flow.add("bad", jobs.node.using(queue="held"), label="bad", fail=True)
     flow.add("join", jobs.node, label="join", depends_on=["good", "bad"])
     flow_id = flow.submit()
     workers.start("--queues", "flows")
+    # "bad" runs only once "good" has settled: settled in one batch, the two would
+    # count the join down together, with no countdown row.
+    wait_for(lambda: JobRecord.objects.filter(flow_id=flow_id, node_key="good").exists())
+    workers.start("--queues", "held")
     flow_state(flow_id, "failed")
     join = Job.objects.get(flow_id=flow_id, node_key="join")
-    # "good" succeeded first or second: either way the join is still blocked, and
-    # "good" was counted by a countdown row (2 parents pending, 1 settled).
+    # The join is still blocked, and "good" was counted by a countdown row (2 parents
+    # pending, 1 settled).
     assert join.state == "blocked"
     assert list(FlowCountdown.objects.values_list("child_id", "n")) == [(join.id, 1)]
     JobRecord.objects.filter(flow_id=flow_id, node_key="bad").update(payload={"label": "fixed"})
