@@ -667,19 +667,28 @@ def copy_rows(count: int, rows: Iterator[Row]) -> list[int]:
     return list(ids)
 
 
+# Rows a bulk insert with dedup keys sends per statement: the arrays of a million rows
+# in one statement would be held whole, several times over, by both sides.
+INSERT_CHUNK = 5_000
+
+
 def insert_rows(rows: list[Row]) -> list[int]:
-    """Insert prepared rows, some with dedup keys, in one statement; ids in input order."""
+    """Insert prepared rows, some with dedup keys, a chunk per statement, in one
+    transaction; ids in input order."""
     if not rows:
         return []
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql.ALLOCATE_JOB_IDS, [len(rows)])
         now, ids = cursor.fetchone()
-        columns = _bulk_columns(rows, ids, now)
-        labels = [sql.array_literal(labels) for labels in columns[10]]
+        inserted: set[int] = set()
         # A server-binding cursor sends the arrays as parameters, not quoted text.
         with psycopg.Cursor(cursor.connection) as raw:
-            raw.execute(sql.INSERT_JOBS_UNNEST, [*columns[:10], labels, *columns[11:]])
-            inserted = {r[0] for r in raw.fetchall()}
+            for start in range(0, len(rows), INSERT_CHUNK):
+                end = start + INSERT_CHUNK
+                columns = _bulk_columns(rows[start:end], ids[start:end], now)
+                labels = [sql.array_literal(labels) for labels in columns[10]]
+                raw.execute(sql.INSERT_JOBS_UNNEST, [*columns[:10], labels, *columns[11:]])
+                inserted.update(r[0] for r in raw.fetchall())
         missing = [
             (row.kind, row.dedup_key) for row, i in zip(rows, ids, strict=True) if i not in inserted
         ]

@@ -15,6 +15,7 @@ from django.db.models import signals
 from django.test import override_settings
 from django.utils import timezone
 
+from queue_engine import enqueue as enqueue_module
 from queue_engine.enqueue import EnqueueError, JobSpec, UnknownKindError, enqueue, enqueue_many
 from queue_engine.flows import Flow
 from queue_engine.models import Job, QueueConfig
@@ -230,7 +231,11 @@ def test_bulk_enqueue_returns_ids_in_input_order() -> None:
     assert Job.objects.filter(pk__in=ids, queue="math", name="0 + 0").count() == 1
 
 
-def test_bulk_enqueue_with_dedup_keys_maps_duplicates_to_the_holder() -> None:
+@pytest.mark.parametrize("chunk", [5_000, 2], ids=["one-statement", "across-chunks"])
+def test_bulk_enqueue_with_dedup_keys_maps_duplicates_to_the_holder(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(enqueue_module, "INSERT_CHUNK", chunk)
     held = jobs.add.using(dedup_key="b-1").enqueue(a=0, b=0)
     specs = [
         JobSpec(kind="tests.add", payload={"a": i, "b": 0}, dedup_key=f"b-{i % 3}")
@@ -242,6 +247,9 @@ def test_bulk_enqueue_with_dedup_keys_maps_duplicates_to_the_holder() -> None:
     assert ids[1] == ids[4] == held.id
     assert ids[0] == ids[3] and ids[2] == ids[5]
     assert len(set(ids)) == 3
+    assert Job.objects.count() == 3
+    payloads = dict(Job.objects.values_list("id", "payload"))
+    assert (payloads[ids[0]], payloads[ids[2]]) == ({"a": 0, "b": 0}, {"a": 2, "b": 0})
 
 
 def test_bulk_enqueue_mixes_kinds_queues_and_schedules() -> None:
