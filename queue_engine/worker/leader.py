@@ -104,8 +104,8 @@ class Leader:
             # that a huge fan-out does not hold up the other services), then what it
             # counted but did not release.
             released = await count_down_more(conn, self.worker.flow_chunk, most=LEADER_CHUNKS)
-            if released:
-                log.info("released %d flow node(s) a settle had left to count", released)
+            if released:  # often only ahead of the worker doing it: no news for the log
+                log.debug("released %d flow node(s) a settle had left to count", released)
             await self._release_counted(conn)
         if now - self._last_sweep >= SWEEP_INTERVAL:
             self._last_sweep = now
@@ -168,7 +168,9 @@ class Leader:
             cur = await conn.execute(sql_flows.RELEASE_COUNTED, [flows])
             row = await cur.fetchone()
             if row and row[0]:
-                log.info("released %d flow node(s) whose parents had all succeeded", row[0])
+                # Mostly a race with the worker whose settle counted them (it releases
+                # them in the same round trip); after a worker died, a repair.
+                log.debug("released %d flow node(s) whose parents had all succeeded", row[0])
                 await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
             await conn.execute(sql_flows.PRUNE_COUNTDOWNS)
 
