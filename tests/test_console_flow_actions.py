@@ -3,27 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
 
 from queue_engine.console import actions, matching
 from queue_engine.flows import Flow
 from queue_engine.models import Job, JobRecord
 from tests import jobs
+from tests.flow_helpers import succeed_by_hand
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def succeed_by_hand(job_id: int) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "WITH gone AS (DELETE FROM queue_engine_job WHERE id = %s RETURNING *) "
-            "INSERT INTO queue_engine_jobrecord (id, queue, kind, payload, attempt, "
-            "max_attempts, errors, labels, flow_id, node_key, meta, progress_message, "
-            "rescues, run_at, created_at, state, result, finished_at) "
-            "SELECT id, queue, kind, payload, 1, max_attempts, errors, labels, flow_id, "
-            "node_key, meta, '', 0, run_at, created_at, 'succeeded', 'null', now() FROM gone",
-            [job_id],
-        )
 
 
 def test_retry_plans_leave_succeeded_flow_nodes_out_and_say_why() -> None:

@@ -27,7 +27,7 @@ from queue_engine.models import (
     WorkerProcess,
 )
 from tests import jobs
-from tests.flow_helpers import flow_state, records
+from tests.flow_helpers import flow_state, records, succeed_by_hand
 from tests.workers import Workers, wait_for
 
 pytestmark = pytest.mark.slow
@@ -48,20 +48,9 @@ def chunked(size: int) -> dict[str, str]:
 
 
 def settle_by_hand(flow_id: int, key: str, result: str) -> int:
-    """Move a flow node to the history as succeeded, as a settle would, without counting
-    down its children (what a worker that died right after its settle leaves)."""
+    """Settle a flow node by hand as succeeded (tests.flow_helpers.succeed_by_hand)."""
     node = Job.objects.get(flow_id=flow_id, node_key=key)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "WITH gone AS (DELETE FROM queue_engine_job WHERE id = %s RETURNING *) "
-            "INSERT INTO queue_engine_jobrecord (id, queue, kind, payload, attempt, "
-            "max_attempts, errors, labels, flow_id, node_key, meta, progress_message, "
-            "rescues, run_at, created_at, state, result, finished_at) "
-            "SELECT id, queue, kind, payload, 1, max_attempts, errors, labels, flow_id, "
-            "node_key, meta, '', 0, run_at, created_at, 'succeeded', %s::jsonb, now() "
-            "FROM gone",
-            [node.id, result],
-        )
+    succeed_by_hand(node.id, result)
     return node.id
 
 
