@@ -428,7 +428,9 @@ def _insert(row: Row, *, debounce: bool) -> Job:
             holder = cursor.fetchone()
             if holder is None:
                 continue  # the holder ended between the two statements: insert again
-            existing = Job.objects.get(pk=holder[0])
+            existing = Job.objects.filter(pk=holder[0]).first()
+            if existing is None:
+                continue  # and that holder ended since: insert again
             if debounce and existing.state == "running":
                 cursor.execute(sql.RELEASE_RUNNING_DEDUP_KEY, [row.kind, row.dedup_key])
                 continue
@@ -482,6 +484,7 @@ def _plain_kind(definition: JobDefinition) -> PlainKind | None:
     ):
         fields = dict.fromkeys(_job_attnames())
         fields.update(_constant_fields(decided, definition.kind))
+        fields["name"] = ""  # the column's default, as stored
         plain = PlainKind(
             queue=decided.queue,
             kind=definition.kind,
@@ -689,19 +692,49 @@ def insert_rows(rows: list[Row]) -> list[int]:
                 labels = [sql.array_literal(labels) for labels in columns[10]]
                 raw.execute(sql.INSERT_JOBS_UNNEST, [*columns[:10], labels, *columns[11:]])
                 inserted.update(r[0] for r in raw.fetchall())
-        missing = [
-            (row.kind, row.dedup_key) for row, i in zip(rows, ids, strict=True) if i not in inserted
-        ]
-        if not missing:
-            return list(ids)
-        cursor.execute(
-            sql.SELECT_JOB_IDS_BY_DEDUP_KEYS, [[k for k, _ in missing], [d for _, d in missing]]
-        )
-        holders = {(kind, key): job_id for kind, key, job_id in cursor.fetchall()}
-        return [
-            i if i in inserted else holders[(row.kind, row.dedup_key)]
-            for row, i in zip(rows, ids, strict=True)
-        ]
+        holders: dict[tuple[str, str | None], int] = {}
+        for _ in range(5):
+            missing = [
+                (row.kind, row.dedup_key)
+                for row, i in zip(rows, ids, strict=True)
+                if i not in inserted and (row.kind, row.dedup_key) not in holders
+            ]
+            if not missing:
+                return [
+                    i if i in inserted else holders[(row.kind, row.dedup_key)]
+                    for row, i in zip(rows, ids, strict=True)
+                ]
+            cursor.execute(
+                sql.SELECT_JOB_IDS_BY_DEDUP_KEYS,
+                [[k for k, _ in missing], [d for _, d in missing]],
+            )
+            holders.update(((kind, key), job_id) for kind, key, job_id in cursor.fetchall())
+            # A holder that ended between the insert and the lookup left its key free:
+            # insert those rows again (each key once: the first row that wants it).
+            again = _first_per_key(
+                (index, row)
+                for index, (row, i) in enumerate(zip(rows, ids, strict=True))
+                if i not in inserted and (row.kind, row.dedup_key) not in holders
+            )
+            if again:
+                columns = _bulk_columns([rows[n] for n in again], [ids[n] for n in again], now)
+                labels = [sql.array_literal(labels) for labels in columns[10]]
+                with psycopg.Cursor(cursor.connection) as raw:
+                    raw.execute(sql.INSERT_JOBS_UNNEST, [*columns[:10], labels, *columns[11:]])
+                    inserted.update(r[0] for r in raw.fetchall())
+                for n in again:
+                    if ids[n] in inserted:
+                        holders[(rows[n].kind, rows[n].dedup_key)] = ids[n]
+        # Inside the transaction: nothing of this call is kept.
+        raise EnqueueError("enqueue_many: dedup keys kept changing hands; try again.")
+
+
+def _first_per_key(indexed: Iterable[tuple[int, Row]]) -> list[int]:
+    """The index of the first row for each (kind, dedup key)."""
+    first: dict[tuple[str, str | None], int] = {}
+    for index, row in indexed:
+        first.setdefault((row.kind, row.dedup_key), index)
+    return sorted(first.values())
 
 
 def _bulk_columns(rows: list[Row], ids: list[int], now: datetime) -> list[list[Any]]:

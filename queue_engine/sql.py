@@ -58,9 +58,11 @@ _INSERT_VALUES = """
     VALUES (%(queue)s, %(kind)s, %(name)s, %(priority)s, %(payload)s::jsonb, %(max_attempts)s,
             %(backoff)s::jsonb, %(dedup_key)s, %(group_key)s, %(labels)s::varchar[],
             %(meta)s::jsonb,
-            COALESCE(%(run_at)s::timestamptz, now() + make_interval(secs => %(delay)s)),
-            CASE WHEN COALESCE(%(run_at)s::timestamptz, now() + make_interval(secs => %(delay)s))
-                      > now() THEN 'scheduled' ELSE 'available' END)
+            COALESCE(%(run_at)s::timestamptz,
+                     statement_timestamp() + make_interval(secs => %(delay)s)),
+            CASE WHEN COALESCE(%(run_at)s::timestamptz,
+                               statement_timestamp() + make_interval(secs => %(delay)s))
+                      > statement_timestamp() THEN 'scheduled' ELSE 'available' END)
 """
 
 # One job. Runnable-now jobs are announced by the statement trigger at commit.
@@ -125,8 +127,11 @@ SELECT_JOB_ID_BY_DEDUP_KEY = """
 # Ids for a bulk enqueue, drawn in input order, and the database clock.
 # The sequence is looked up once, in a scalar subquery: called in the select list,
 # pg_get_serial_sequence (a stable function) runs once a row, 10 times the nextval.
+# The clock is the statement's, not the transaction's (now()): an enqueue's delay
+# counts from the call, however long ago the caller's transaction began (and so does
+# a single enqueue's, above, and the columns' defaults, Django's Now()).
 ALLOCATE_JOB_IDS = """
-    SELECT now(),
+    SELECT statement_timestamp(),
            array(SELECT nextval((SELECT pg_get_serial_sequence('queue_engine_job', 'id'))::regclass)
                    FROM generate_series(1, %s))
 """

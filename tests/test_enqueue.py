@@ -3,6 +3,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
@@ -380,6 +381,48 @@ def test_orm_bulk_create_is_a_valid_enqueue() -> None:
     assert set(QueueConfig.objects.values_list("name", flat=True)) >= {"default", "raw"}
 
 
+def test_orm_enqueues_take_the_kinds_labels_unless_given() -> None:
+    created = Job.objects.create(kind="tests.needs_gpu", payload={})
+    bulk, own = Job.objects.bulk_create(
+        [Job(kind="tests.needs_gpu", payload={}), Job(kind="tests.needs_gpu", labels=["tpu"])]
+    )
+
+    # Only a worker with the label may claim them, as after .enqueue().
+    stored = dict(Job.objects.values_list("pk", "labels"))
+    assert (stored[created.pk], stored[bulk.pk], stored[own.pk]) == (["gpu"], ["gpu"], ["tpu"])
+
+
+def test_the_job_a_plain_enqueue_returns_matches_the_stored_row() -> None:
+    returned = jobs.noop.enqueue()
+
+    assert returned.name == Job.objects.get(pk=returned.pk).name == ""
+    returned.save()  # it was None: the NOT NULL column refused the save
+
+
+@pytest.mark.parametrize("how", ["single", "bulk", "debounced", "flow"])
+def test_a_delay_counts_from_the_call_not_from_the_start_of_the_transaction(how: str) -> None:
+    add = jobs.add.using(delay=1, dedup_key=f"delay-{how}" if how == "debounced" else None)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")  # the transaction has begun
+        time.sleep(1.5)
+        called = timezone.now()
+        if how == "single":
+            pk = add.enqueue(a=1, b=2).pk
+        elif how == "bulk":
+            pk = add.enqueue_many([{"a": 1, "b": 2}])[0]
+        elif how == "debounced":
+            pk = add.enqueue_debounced(a=1, b=2).pk
+        else:
+            flow = Flow("delayed")
+            flow.add("only", add, a=1, b=2)
+            pk = Job.objects.get(flow_id=flow.submit()).pk
+
+    job = Job.objects.get(pk=pk)
+    assert job.state == "scheduled"
+    assert 0.5 < (job.run_at - called).total_seconds() < 1.5, job.run_at - called
+
+
 def test_orm_create_with_a_future_run_at_is_scheduled_and_wakes_nobody(conninfo: str) -> None:
     later = timezone.now() + dt.timedelta(hours=1)
     with psycopg.connect(conninfo, autocommit=True) as listener:
@@ -622,3 +665,28 @@ def test_the_package_level_enqueue_is_callable_after_its_module_is_imported() ->
     job = package_enqueue(JobSpec(kind="tests.noop", payload={}))
 
     assert Job.objects.filter(pk=job.pk, kind="tests.noop").exists()
+
+
+def test_bulk_dedup_inserts_again_when_the_holder_ends_before_it_is_looked_up() -> None:
+    holder = jobs.add.using(dedup_key="k").enqueue(a=0, b=0).pk
+    # The holder ends right after the bulk insert skipped its key (a statement trigger
+    # fires even when ON CONFLICT inserted nothing), before the lookup of holders.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION test_end_holder() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            f"BEGIN DELETE FROM queue_engine_job WHERE id = {holder}; RETURN NULL; END $$"
+        )
+        cursor.execute(
+            "CREATE TRIGGER test_end_holder AFTER INSERT ON queue_engine_job "
+            "FOR EACH STATEMENT EXECUTE FUNCTION test_end_holder()"
+        )
+    try:
+        specs = [JobSpec(kind="tests.add", payload={"a": i, "b": 0}, dedup_key="k") for i in (1, 2)]
+        ids = enqueue_many(specs)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER test_end_holder ON queue_engine_job")
+            cursor.execute("DROP FUNCTION test_end_holder()")
+
+    assert ids[0] == ids[1] != holder
+    assert list(Job.objects.values_list("pk", "payload")) == [(ids[0], {"a": 1, "b": 0})]

@@ -150,6 +150,11 @@ class Job(JobFields):
         if _unset(self.state) and self._runs_later():
             self.state = JobState.SCHEDULED  # not claimed early, wakes no worker
         definition = registry.get(self.kind)
+        if _unset(self.labels):
+            # Only workers with the kind's labels may claim it. Always a value, never the
+            # column's default: bulk_create writes DEFAULT::varchar[] for a row left to
+            # its default beside rows with a value, which Postgres refuses.
+            self.labels = list(definition.labels) if definition is not None else []
         if definition is None:
             return
         payload = self.payload if isinstance(self.payload, dict) else {}
