@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core import checks
+from django.tasks.base import DEFAULT_TASK_QUEUE_NAME
 
 
 def register() -> None:
@@ -49,19 +50,26 @@ def check_tasks_backend(app_configs: Any = None, **kwargs: Any) -> list[checks.C
                 )
             )
         declared = option("QUEUES")
+        # Without QUEUES a task may name any queue, and one that names none goes to
+        # Django's default queue: that one at least must be declared.
+        wanted = set(queues) if queues else {DEFAULT_TASK_QUEUE_NAME}
         if (
-            queues
-            and isinstance(declared, dict)
+            isinstance(declared, dict)
             and option("ALLOW_UNDECLARED_QUEUES") is False
-            and set(queues) - set(declared)
+            and wanted - set(declared)
         ):
-            missing = ", ".join(sorted(set(queues) - set(declared)))
+            missing = ", ".join(sorted(wanted - set(declared)))
+            where = (
+                f"TASKS[{alias!r}]['QUEUES'] names queues"
+                if queues
+                else f"Tasks of TASKS[{alias!r}] go to Django's default queue, which"
+            )
             errors.append(
                 checks.Error(
-                    f"TASKS[{alias!r}]['QUEUES'] names queues QUEUE_ENGINE['QUEUES'] does not "
-                    f"declare ({missing}), while ALLOW_UNDECLARED_QUEUES is False: tasks sent "
-                    "there would be refused.",
-                    hint="Declare them in QUEUE_ENGINE['QUEUES'], or remove them from QUEUES.",
+                    f"{where} QUEUE_ENGINE['QUEUES'] does not declare ({missing}), while "
+                    "ALLOW_UNDECLARED_QUEUES is False: tasks sent there would be refused.",
+                    hint="Declare them in QUEUE_ENGINE['QUEUES'], or list the queues tasks "
+                    "may use in TASKS[...]['QUEUES'].",
                     id="queue_engine.E009",
                 )
             )
@@ -88,22 +96,29 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
                 id="queue_engine.E003",
             )
         )
-    for name, kind, minimum in (
-        ("DEFAULT_MAX_ATTEMPTS", int, 1),
-        ("MAX_PAYLOAD_BYTES", int, 1),
-        ("POLL_INTERVAL", (int, float), 0.01),
-        ("FLOW_RELEASE_CHUNK", int, 1),
-        ("LOCK_DURATION", (int, float), 1),
-        ("MAX_RESCUES", int, 1),
-        ("SHUTDOWN_TIMEOUT", (int, float), 0),
-        ("CONSOLE_STATEMENT_TIMEOUT", (int, float), 0),
+    int_max = 2**31 - 1  # an integer column
+    for name, kind, minimum, maximum in (
+        ("DEFAULT_MAX_ATTEMPTS", int, 1, int_max),
+        ("MAX_PAYLOAD_BYTES", int, 1, None),
+        ("POLL_INTERVAL", (int, float), 0.01, None),
+        ("FLOW_RELEASE_CHUNK", int, 1, None),
+        ("LOCK_DURATION", (int, float), 1, None),
+        ("MAX_RESCUES", int, 1, int_max),
+        ("SHUTDOWN_TIMEOUT", (int, float), 0, None),
+        ("CONSOLE_STATEMENT_TIMEOUT", (int, float), 0, None),
     ):
         value = option(name)
-        if not isinstance(value, kind) or isinstance(value, bool) or not value >= minimum:
+        if (
+            not isinstance(value, kind)
+            or isinstance(value, bool)
+            or not value >= minimum
+            or (maximum is not None and not value <= maximum)
+        ):
             what = "a whole number" if kind is int else "a number"
+            bounds = f"from {minimum} to {maximum}" if maximum else f"of at least {minimum}"
             errors.append(
                 checks.Error(
-                    f"QUEUE_ENGINE[{name!r}] must be {what} of at least {minimum}, not {value!r}.",
+                    f"QUEUE_ENGINE[{name!r}] must be {what} {bounds}, not {value!r}.",
                     id="queue_engine.E004",
                 )
             )
@@ -126,7 +141,9 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
             )
         )
     masked = option("CONSOLE_MASKED_KEYS")
-    if isinstance(masked, str) or not all(isinstance(word, str) for word in masked):
+    if not isinstance(masked, list | tuple | set | frozenset) or not all(
+        isinstance(word, str) for word in masked
+    ):
         errors.append(
             checks.Error(
                 f"QUEUE_ENGINE['CONSOLE_MASKED_KEYS'] must be a list of words, not {masked!r}.",
@@ -146,6 +163,25 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
                 id="queue_engine.E006",
             )
         )
+    if isinstance(queues, dict) and not option("ALLOW_UNDECLARED_QUEUES"):
+        from queue_engine.registry import registry
+
+        stray = [
+            f"{kind} ({definition.queue!r})"
+            for kind in registry.kinds()
+            if (definition := registry.get(kind)) is not None and definition.queue not in queues
+        ]
+        if stray:
+            errors.append(
+                checks.Error(
+                    f"Job kind(s) {', '.join(stray[:5])}{' and more' if len(stray) > 5 else ''} "
+                    "use a queue QUEUES does not declare, while ALLOW_UNDECLARED_QUEUES is "
+                    "False: every enqueue of them will be refused.",
+                    hint="Declare the queue in QUEUE_ENGINE['QUEUES'], or give the kind a "
+                    "declared queue with @job(queue=...).",
+                    id="queue_engine.E010",
+                )
+            )
     return errors
 
 

@@ -62,6 +62,15 @@ def max_attempts_problem(value: object) -> str | None:
     return None
 
 
+def name_problem(what: str, value: object, longest: int) -> str | None:
+    """Why `value` cannot be stored as a name (a kind, a queue) of up to `longest`
+    characters, or None."""
+    if not isinstance(value, str) or not 0 < len(value) <= longest:
+        return f"{what} must be a name of 1 to {longest} characters, not {value!r}."
+    problem = text_problem(value)
+    return None if problem is None else f"{what} {value!r} {problem}"
+
+
 def labels_problem(value: object) -> str | None:
     if isinstance(value, str):
         return f"labels must be a list of strings, not the string {value!r}; pass [{value!r}]."
@@ -495,6 +504,8 @@ def job[**P, R](
 
         name_of_kind = kind or f"{f.__module__}.{f.__qualname__}"
         problems = [
+            name_problem("the kind", name_of_kind, 255),
+            None if queue is None else name_problem("the queue", queue, 128),
             None
             if on_error in ("retry", "fatal")
             else f"on_error must be 'retry' or 'fatal', not {on_error!r}.",

@@ -23,7 +23,10 @@ from queue_engine.definitions import (
     DEFAULT_BACKOFF,
     Backoff,
     JobDefinition,
+    Seconds,
+    idle_timeout_problem,
     max_attempts_problem,
+    to_seconds,
 )
 
 STATUS = {
@@ -41,7 +44,7 @@ STATUS = {
 class QueueEngineTask(Task):  # type: ignore[type-arg]  # generic only in django-stubs
     max_attempts: int | None = None
     backoff: Backoff | None = None
-    idle_timeout: float | None = None
+    idle_timeout: Seconds | None = None
     dedup_key: str | None = None
 
     def using(  # type: ignore[override]
@@ -83,7 +86,7 @@ def definition_for_task(target: object) -> JobDefinition | None:
             else option("DEFAULT_MAX_ATTEMPTS")
         ),
         backoff=(extra.backoff if extra and extra.backoff else DEFAULT_BACKOFF),
-        idle_timeout=extra.idle_timeout if extra else None,
+        idle_timeout=to_seconds(extra.idle_timeout) if extra else None,
         takes_context=target.takes_context,
         django_task=True,
     )
@@ -104,8 +107,16 @@ class QueueEngineBackend(BaseTaskBackend):
 
     def validate_task(self, task: Task[..., Any]) -> None:
         super().validate_task(task)
-        if isinstance(task, QueueEngineTask) and task.max_attempts is not None:
-            problem = max_attempts_problem(task.max_attempts)
+        if not isinstance(task, QueueEngineTask):
+            return
+        problems = [
+            None if task.max_attempts is None else max_attempts_problem(task.max_attempts),
+            None
+            if task.backoff is None or isinstance(task.backoff, Backoff)
+            else f"backoff must be a Backoff, such as Backoff.fixed(30), not {task.backoff!r}.",
+            None if task.idle_timeout is None else idle_timeout_problem(task.idle_timeout),
+        ]
+        for problem in problems:
             if problem is not None:
                 raise InvalidTask(f"{task.module_path}: {problem}")
 

@@ -8,7 +8,8 @@ from django.core.management import get_commands
 from django.test import override_settings
 
 from queue_engine import checks
-from queue_engine.registry import autodiscover
+from queue_engine.registry import autodiscover, registry
+from tests import jobs
 
 
 def test_default_settings_pass_every_check() -> None:
@@ -113,7 +114,40 @@ def test_tasks_queues_must_be_declared_when_queues_are_locked_down() -> None:
 
 @override_settings(QUEUE_ENGINE={"QUEUES": {"emails": {}}, "ALLOW_UNDECLARED_QUEUES": False})
 def test_locked_down_queues_must_include_the_default_queue() -> None:
-    assert [e.id for e in checks.check_engine_settings()] == ["queue_engine.E006"]
+    assert "queue_engine.E006" in [e.id for e in checks.check_engine_settings()]
+
+
+def test_a_kind_on_a_queue_that_is_not_declared_is_reported() -> None:
+    # Every queue a registered kind uses is declared but "math", where tests.add runs.
+    assert jobs.add.queue == "math"
+    used = {d.queue for kind in registry.kinds() if (d := registry.get(kind)) is not None}
+    declared: dict[str, dict[str, Any]] = {q: {} for q in used | {"default"} if q != "math"}
+    engine = {"QUEUES": declared, "ALLOW_UNDECLARED_QUEUES": False}
+    with override_settings(QUEUE_ENGINE=engine):
+        errors = [e for e in checks.check_engine_settings() if e.id == "queue_engine.E010"]
+
+    assert len(errors) == 1
+    assert "tests.add ('math')" in errors[0].msg
+    assert "every enqueue of them will be refused" in errors[0].msg
+
+
+def test_tasks_without_queues_need_djangos_default_queue_declared() -> None:
+    tasks = {"default": {"BACKEND": "queue_engine.tasks_backend.QueueEngineBackend"}}
+    engine = {"QUEUES": {"emails": {}}, "DEFAULT_QUEUE": "emails", "ALLOW_UNDECLARED_QUEUES": False}
+
+    with override_settings(TASKS=tasks, QUEUE_ENGINE=engine):
+        errors = checks.check_tasks_backend()
+
+    assert [e.id for e in errors] == ["queue_engine.E009"]
+    assert "Django's default queue" in errors[0].msg and "(default)" in errors[0].msg
+
+
+@override_settings(QUEUE_ENGINE={"CONSOLE_MASKED_KEYS": None, "DEFAULT_MAX_ATTEMPTS": 2**40})
+def test_settings_no_job_could_use_are_reported_not_a_traceback() -> None:
+    errors = checks.check_engine_settings()
+
+    assert sorted(str(e.id) for e in errors) == ["queue_engine.E004", "queue_engine.E008"]
+    assert "from 1 to 2147483647" in " ".join(e.msg for e in errors)
 
 
 @pytest.mark.parametrize(

@@ -95,6 +95,8 @@ def test_bad_decorator_options_are_refused() -> None:
         ({"idle_timeout": -5}, r"idle_timeout must be more than 0 seconds"),
         ({"idle_timeout": math.inf}, r"idle_timeout must be a finite number of seconds"),
         ({"backoff": 30}, r"backoff must be a Backoff, such as Backoff\.fixed\(30\)"),
+        ({"queue": "q" * 129}, r"the queue must be a name of 1 to 128 characters"),
+        ({"queue": "mail\x00"}, r"the queue 'mail\\x00' .*NUL"),
     ],
 )
 def test_bad_declared_options_are_refused_at_declaration(
@@ -104,6 +106,22 @@ def test_bad_declared_options_are_refused_at_declaration(
         job(kind="tests.bad_options", **options)(lambda: None)  # type: ignore[call-overload]
 
     assert registry.get("tests.bad_options") is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("k" * 256, r"the kind must be a name of 1 to 255 characters"),
+        ("tests.\x00nul", r"the kind 'tests\.\\x00nul' .*NUL"),
+    ],
+)
+def test_a_kind_name_postgres_cannot_store_is_refused_at_declaration(
+    kind: str, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        job(kind=kind)(lambda: None)
+
+    assert registry.get(kind) is None
 
 
 def test_declared_max_attempts_of_one_is_kept() -> None:

@@ -11,6 +11,7 @@ from django.utils import timezone
 from queue_engine.definitions import Backoff
 from queue_engine.models import Job, JobRecord
 from queue_engine.registry import registry
+from queue_engine.tasks_backend import definition_for_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -111,6 +112,33 @@ def test_priority_out_of_range_is_refused() -> None:
 def test_max_attempts_below_one_is_refused_as_invalid_task() -> None:
     with pytest.raises(InvalidTask, match="max_attempts must be a whole number of at least 1"):
         build_report.using(max_attempts=0)
+
+
+def undecorated() -> None:
+    """Declared as a task by the tests below, each with its own options."""
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"backoff": 30}, r"backoff must be a Backoff, such as Backoff\.fixed\(30\), not 30"),
+        ({"idle_timeout": "soon"}, r"idle_timeout must be"),
+        ({"idle_timeout": 0}, r"idle_timeout must be more than 0 seconds"),
+    ],
+)
+def test_bad_engine_options_are_refused_when_the_task_is_declared(
+    options: dict[str, object], message: str
+) -> None:
+    # The worker would otherwise fail on them when the task runs, or when it retries.
+    with pytest.raises(InvalidTask, match=message):
+        task(**options)(undecorated)  # type: ignore[call-overload]
+
+
+def test_an_idle_timeout_as_a_timedelta_is_seconds() -> None:
+    declared = task(idle_timeout=dt.timedelta(minutes=2))(undecorated)  # type: ignore[call-overload]
+
+    definition = definition_for_task(declared)
+    assert definition is not None and definition.idle_timeout == 120.0
 
 
 def test_max_attempts_of_one_means_one_attempt() -> None:
