@@ -10,14 +10,14 @@ from django.db import close_old_connections, connection, transaction
 
 from queue_engine import sql, sql_flows
 from queue_engine.definitions import JobDefinition
-from queue_engine.enqueue import JobSpec, prepare, spec_for
-from queue_engine.flows import FlowError, flow_row
+from queue_engine.enqueue import JobSpec, prepare
+from queue_engine.flows import FlowError, flow_row, node_spec
 from queue_engine.worker.context import LeaseLost
 
 if TYPE_CHECKING:
     from queue_engine.worker.execution import Execution
 
-Call = tuple[JobDefinition | str, tuple[Any, ...], dict[str, Any], str | None]
+Call = tuple[JobDefinition | JobSpec | str, tuple[Any, ...], dict[str, Any], str | None]
 
 
 def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[int]:
@@ -33,10 +33,8 @@ def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[i
         )
     specs = []
     for index, (job, args, kwargs, key) in enumerate(calls):
-        if isinstance(job, JobDefinition):
-            spec = spec_for(job, job.payload_for(args, kwargs))
-        else:
-            spec = JobSpec(kind=job, payload=kwargs)
+        what = f"job {execution.job_id} ({execution.node_key!r}): the child {index}"
+        spec = node_spec(what, job, args, kwargs)
         spec = replace(spec, meta={**(spec.meta or {}), "spawned_by": execution.job_id})
         specs.append((spec, key or f"{execution.node_key}.{execution.job_id}.{index}"))
     keys = [key for _spec, key in specs]
@@ -96,5 +94,8 @@ def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[i
                 cursor.execute(sql_flows.INSERT_EDGES, [flow_id, True, ids, [join_id] * len(ids)])
                 cursor.execute(sql_flows.ADD_PENDING, [len(ids), join_id])
     finally:
-        close_old_connections()
+        # Inside the handler's own ctx.atomic() block the children are part of its
+        # transaction, and commit with it: its connection must stay open.
+        if not connection.in_atomic_block:
+            close_old_connections()
     return [existing[key] for key in keys]

@@ -23,7 +23,7 @@ from django.db import IntegrityError, connection, transaction
 from queue_engine import sql, sql_flows
 from queue_engine.definitions import JobDefinition
 from queue_engine.enqueue import EnqueueError, JobSpec, Row, prepare, spec_for
-from queue_engine.payloads import dump_json
+from queue_engine.payloads import dump_json, text_problem
 
 
 class FlowError(EnqueueError):
@@ -46,6 +46,9 @@ class Flow:
                 f"a flow's name must be text of 1 to 255 characters, not {name!r}; "
                 "it is how the console lists the flow."
             )
+        problem = text_problem(name)
+        if problem is not None:
+            raise FlowError(f"the flow name {name!r} {problem}")
         if not isinstance(priority, int) or not -100 <= priority <= 100:
             raise FlowError(f"flow {name!r}: priority must be from -100 to 100, not {priority!r}.")
         self.name = name
@@ -70,27 +73,15 @@ class Flow:
             raise FlowError(
                 f"flow {self.name!r}: a node key must be 1 to 255 characters, not {key!r}."
             )
+        problem = text_problem(key)
+        if problem is not None:
+            raise FlowError(f"flow {self.name!r}: the node key {key!r} {problem}")
         if key in self.nodes:
             raise FlowError(
                 f"flow {self.name!r}: node key {key!r} is used twice; keys name "
                 "nodes and must be unique in a flow."
             )
-        if isinstance(job, JobDefinition):
-            spec = spec_for(job, job.payload_for(args, kwargs))
-        elif isinstance(job, JobSpec):
-            if args or kwargs:
-                raise FlowError(
-                    f"flow {self.name!r}: node {key!r} is a JobSpec, which carries its "
-                    "payload: put the arguments in JobSpec(payload=...)."
-                )
-            spec = replace(job)  # a copy: submit fills in the flow's priority
-        else:
-            if args:
-                raise FlowError(
-                    f"flow {self.name!r}: node {key!r} names its kind as a string, "
-                    "so pass its arguments by name."
-                )
-            spec = JobSpec(kind=job, payload=kwargs)
+        spec = node_spec(f"flow {self.name!r}: node {key!r}", job, args, kwargs)
         self.nodes[key] = Node(key, spec, self._parents(f"node {key!r}", depends_on))
         return key
 
@@ -222,6 +213,29 @@ class Flow:
             if parents:
                 cursor.execute(sql_flows.INSERT_EDGES, [flow_id, False, parents, children])
         return int(flow_id)
+
+
+def node_spec(
+    what: str, job: JobDefinition | JobSpec | str, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> JobSpec:
+    """The job a flow node (or a spawned child) runs: a definition called with these
+    arguments, a kind named by string with arguments by name, or a JobSpec as it is."""
+    if isinstance(job, JobDefinition):
+        return spec_for(job, job.payload_for(tuple(args), dict(kwargs)))
+    if isinstance(job, JobSpec):
+        if args or kwargs:
+            raise FlowError(
+                f"{what} is a JobSpec, which carries its payload: put the arguments in "
+                "JobSpec(payload=...)."
+            )
+        return replace(job)  # a copy: the flow's priority may be filled in
+    if not isinstance(job, str):
+        raise FlowError(
+            f"{what} must run a @job definition, a kind name or a JobSpec, not {job!r}."
+        )
+    if args:
+        raise FlowError(f"{what} names its kind as a string, so pass its arguments by name.")
+    return JobSpec(kind=job, payload=dict(kwargs))
 
 
 def flow_row(

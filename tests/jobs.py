@@ -277,3 +277,23 @@ def spawn_then_fail(ctx: Any, width: int) -> str:
     if ctx.attempt == 1:
         raise ConnectionError("failed after spawning")
     return "spawned"
+
+
+@job(kind="tests.spawn_in_atomic", queue="flows", max_attempts=1)
+def spawn_in_atomic(ctx: Any) -> str:
+    """Spawn a child into 'join' inside ctx.atomic(): it commits with the node's success."""
+    with ctx.atomic():
+        ctx.spawn_into("join", "tests.number", value=1, key="child")
+    return "spawned"
+
+
+@job(kind="tests.spawn_by", queue="flows", max_attempts=1)
+def spawn_by(ctx: Any, how: str) -> str:
+    """Spawn one child into 'join' given as a JobSpec, or (wrongly) with a positional argument."""
+    from queue_engine.enqueue import JobSpec
+
+    if how == "spec":
+        ctx.spawn_into("join", JobSpec(kind="tests.number", payload={"value": 1}, priority=9))
+    else:
+        ctx.spawn_into("join", "tests.number", 1)
+    return "spawned"

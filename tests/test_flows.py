@@ -446,6 +446,7 @@ def test_cancel_cascades_to_dependants_and_cancel_flow(workers: Workers) -> None
             lambda f: f.fan_out("p", jobs.number, [{"value": 1}], depends_on="fetch"),
             r"fan-out 'p' got depends_on='fetch', a string",
         ),
+        (lambda f: f.add("a\x00b", jobs.number, value=1), r"the node key 'a\\x00b' .*NUL"),
     ],
 )
 def test_bad_graphs_are_rejected_before_anything_is_written(
@@ -493,9 +494,9 @@ def test_a_repeated_parent_is_one_edge(workers: Workers) -> None:
     flow_state(flow_id, "succeeded")
 
 
-@pytest.mark.parametrize("name", [None, "", "  ", "x" * 256])
+@pytest.mark.parametrize("name", [None, "", "  ", "x" * 256, "nightly\x00"])
 def test_a_flow_name_that_cannot_be_listed_is_refused(name: object) -> None:
-    with pytest.raises(FlowError, match="a flow's name must be text of 1 to 255 characters"):
+    with pytest.raises(FlowError, match="a flow's name must be text of 1 to 255|NUL"):
         Flow(name)  # type: ignore[arg-type]
 
 

@@ -80,3 +80,36 @@ def test_spawned_children_take_the_flows_priority(workers: Workers) -> None:
     # spawner's own and not the kind's default.
     assert [r.priority for r in children] == [7, 7]
     assert (done["coord"].priority, done["join"].priority) == (50, 7)
+
+
+def test_a_child_spawned_inside_ctx_atomic_commits_with_the_spawner(workers: Workers) -> None:
+    flow = Flow("spawn in atomic")
+    flow.add("spawner", jobs.spawn_in_atomic)
+    flow.add("join", jobs.collect, depends_on=["spawner"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows")
+
+    flow_state(flow_id, "succeeded")
+
+    assert records(flow_id)["join"].result == {"parents": 2, "ones": 1}
+
+
+def test_a_spawned_child_is_a_job_spec_or_its_arguments_go_by_name(workers: Workers) -> None:
+    flows = {}
+    for how in ("spec", "positional"):
+        flow = Flow(f"spawn by {how}")
+        flow.add("spawner", jobs.spawn_by, how=how)
+        flow.add("join", jobs.collect, depends_on=["spawner"])
+        flows[how] = flow.submit()
+    workers.start("--queues", "flows")
+
+    flow_state(flows["spec"], "succeeded")
+    flow_state(flows["positional"], "failed")
+
+    by_spec = records(flows["spec"])
+    child = next(r for k, r in by_spec.items() if k not in ("spawner", "join"))
+    assert (child.result, child.priority) == (1, 9)
+    failed = records(flows["positional"])["spawner"]
+    assert "names its kind as a string, so pass its arguments by name" in json.dumps(failed.errors)
+    # Nothing was spawned: the spawner's attempt failed before any child was written.
+    assert not JobRecord.objects.filter(flow_id=flows["positional"], kind="tests.number").exists()
