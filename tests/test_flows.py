@@ -496,7 +496,7 @@ def test_a_repeated_parent_is_one_edge(workers: Workers) -> None:
 
 @pytest.mark.parametrize("name", [None, "", "  ", "x" * 256, "nightly\x00"])
 def test_a_flow_name_that_cannot_be_listed_is_refused(name: object) -> None:
-    with pytest.raises(FlowError, match="a flow's name must be text of 1 to 255|NUL"):
+    with pytest.raises(FlowError, match=r"a flow's name must be text of 1 to 255|NUL"):
         Flow(name)  # type: ignore[arg-type]
 
 
