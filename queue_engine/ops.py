@@ -201,7 +201,13 @@ def remove_jobs(ids: list[int], *, actor: Any = None) -> int:
     """Delete these jobs (and the flow nodes downstream of them) for good, running ones
     excepted; the flows they belonged to are refreshed, as a cancel does."""
     with transaction.atomic(), connection.cursor() as cursor:
-        ids = _with_dependants(cursor, ids)
+        # A running node is left, and so is what depends on it (unless another node
+        # removed here leads there too): it may still succeed and release them.
+        cursor.execute(
+            "SELECT id FROM queue_engine_job WHERE id = ANY(%s) AND state = 'running'", [ids]
+        )
+        running = {r[0] for r in cursor.fetchall()}
+        ids = _with_dependants(cursor, [i for i in ids if i not in running])
         flows = _flows_of(cursor, ids)  # read before the rows that name them are gone
         cursor.execute(sql.OPS_REMOVE_LIVE, {"ids": ids})
         rows = cursor.fetchall()
@@ -253,6 +259,9 @@ def redrive_jobs(
         cursor.execute(sql.OPS_REDRIVE, {"ids": ids, "states": list(states)})
         rows = cursor.fetchall()
         if rows:
+            from queue_engine import sql_flows
+
+            cursor.execute(sql_flows.WAIT_FOR_PARENTS, [[r[0] for r in rows]])
             _notify([q for _, q in rows], [r[0] for r in rows])
             _refresh_flows_of(cursor, [r[0] for r in rows])
             if queue is None:

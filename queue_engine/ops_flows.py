@@ -11,6 +11,7 @@ from queue_engine import sql_flows
 from queue_engine.definitions import Backoff
 from queue_engine.enqueue import JobSpec
 from queue_engine.flows import Flow as FlowBuilder
+from queue_engine.flows import FlowError
 from queue_engine.models import Flow, Job
 from queue_engine.ops import OpsError, audit, cancel_jobs, notify_changes, refresh_after_commit
 
@@ -50,6 +51,7 @@ def requeue_flow(flow_id: int, *, actor: Any = None) -> int:
                 "or cancelled flows can be requeued (rerun clones any flow)."
             )
         with connection.cursor() as cursor:
+            _refuse_lost_history(cursor, flow_id, "requeue", ["failed", "cancelled"])
             cursor.execute(sql_flows.REQUEUE_FLOW_NODES, {"flow": flow_id})
             requeued = [r[0] for r in cursor.fetchall()]
             cursor.execute(sql_flows.RECOUNT_FLOW_DEPENDENCIES, {"flow": flow_id})
@@ -66,6 +68,7 @@ def rerun_flow(flow_id: int, *, actor: Any = None) -> int:
     if flow is None:
         raise OpsError(f"Cannot rerun: flow {flow_id} does not exist.")
     with connection.cursor() as cursor:
+        _refuse_lost_history(cursor, flow_id, "rerun", ["succeeded", "failed", "cancelled"])
         cursor.execute(sql_flows.FLOW_NODES_FOR_RERUN, {"flow": flow_id})
         nodes = cursor.fetchall()
         cursor.execute(sql_flows.FLOW_EDGES, [flow_id])
@@ -108,10 +111,29 @@ def rerun_flow(flow_id: int, *, actor: Any = None) -> int:
             meta=_json(meta),
         )
         builder.nodes[key] = _node(key, spec, parents.get(job_id, []))
-    with transaction.atomic():
-        new_id = builder.submit()
-        audit(actor, "rerun_flow", "flow", str(flow_id), len(nodes), new_flow=new_id)
+    if not builder.nodes:
+        raise OpsError(f"Cannot rerun flow {flow_id}: it has no nodes left to clone.")
+    try:
+        with transaction.atomic():
+            new_id = builder.submit()
+            audit(actor, "rerun_flow", "flow", str(flow_id), len(nodes), new_flow=new_id)
+    except FlowError as exc:  # a kind this process does not know, say
+        raise OpsError(f"Cannot rerun flow {flow_id}: {exc}") from None
     return new_id
+
+
+def _refuse_lost_history(cursor: Any, flow_id: int, action: str, ended: list[str]) -> None:
+    """Refuse when nodes the action needs have no rows left (retention removed them)."""
+    cursor.execute(sql_flows.LOST_PARENTS, {"flow": flow_id, "ended": ended})
+    lost = [r[0] for r in cursor.fetchall()]
+    if lost:
+        ids = ", ".join(map(str, lost[:10])) + (" and more" if len(lost) > 10 else "")
+        raise OpsError(
+            f"Cannot {action} flow {flow_id}: the history of {len(lost)} of its node(s) "
+            f"({ids}) is gone, removed by its queue's retention, and the nodes after them "
+            "need it. Keep flow queues' succeeded jobs longer (retain_succeeded) to "
+            f"{action} old flows."
+        )
 
 
 def _json(value: Any) -> Any:

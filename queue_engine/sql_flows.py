@@ -262,20 +262,61 @@ UPDATE queue_engine_job SET pending_deps = pending_deps + %s WHERE id = %s
 
 # Requeue a failed or cancelled flow in place: dead and cancelled nodes go back to
 # the live table; every live node then waits for exactly its parents that have
-# not succeeded.
+# not succeeded. A node whose dedup key a live job holds now comes back without it
+# (as a redrive does: sql.OPS_REDRIVE), and so does the second of two with one key.
 REQUEUE_FLOW_NODES = f"""
 WITH gone AS (
     DELETE FROM queue_engine_jobrecord r
      WHERE r.flow_id = %(flow)s AND r.state IN ('failed', 'cancelled')
     RETURNING r.*
+), numbered AS (
+    SELECT gone.*, row_number() OVER (PARTITION BY kind, dedup_key ORDER BY id) AS nth
+      FROM gone
 )
 INSERT INTO queue_engine_job ({MOVED}, state, pending_deps)
 SELECT id, queue, kind, name, priority, payload, 0, max_attempts, backoff, errors,
-       dedup_key, group_key, labels, flow_id, node_key,
+       CASE WHEN dedup_key IS NULL OR nth > 1 OR EXISTS (
+                SELECT 1 FROM queue_engine_job l WHERE l.kind = numbered.kind
+                   AND l.dedup_key = numbered.dedup_key) THEN NULL ELSE dedup_key END,
+       group_key, labels, flow_id, node_key,
        meta || jsonb_build_object('requeued', COALESCE((meta->>'requeued')::int, 0) + 1),
        NULL, '', 0, now(), created_at, NULL, 'blocked', 0
-  FROM gone
+  FROM numbered
 RETURNING id
+"""
+
+# Parents whose rows are gone (retention removed their history) of the flow's nodes
+# that are live, or (with %(ended)s) of any node still there: what a requeue (or a
+# rerun) of the flow would wait for, or clone, in vain.
+LOST_PARENTS = """
+SELECT DISTINCT e.parent_id FROM queue_engine_flowedge e
+ WHERE e.flow_id = %(flow)s
+   AND (EXISTS (SELECT 1 FROM queue_engine_job j WHERE j.id = e.child_id)
+        OR EXISTS (SELECT 1 FROM queue_engine_jobrecord r
+                    WHERE r.id = e.child_id AND r.state = ANY(%(ended)s::varchar[])))
+   AND NOT EXISTS (SELECT 1 FROM queue_engine_job j WHERE j.id = e.parent_id)
+   AND NOT EXISTS (SELECT 1 FROM queue_engine_jobrecord r WHERE r.id = e.parent_id)
+ ORDER BY 1
+"""
+
+# Redriven or retried flow nodes (back in the live table as available) wait again for
+# their parents that have not succeeded: a node cancelled with its parent runs only
+# after that parent, whichever of the two is redriven first.
+WAIT_FOR_PARENTS = """
+WITH counts AS (
+    SELECT j.id, count(*) AS pending
+      FROM queue_engine_job j
+      JOIN queue_engine_flowedge e ON e.child_id = j.id
+     WHERE j.id = ANY(%s::bigint[]) AND j.flow_id IS NOT NULL AND j.state = 'available'
+       AND NOT EXISTS (SELECT 1 FROM queue_engine_jobrecord r
+                        WHERE r.id = e.parent_id AND r.state = 'succeeded')
+     GROUP BY j.id
+)
+UPDATE queue_engine_job j
+   SET pending_deps = counts.pending, state = 'blocked'
+  FROM counts
+ WHERE j.id = counts.id
+RETURNING j.id
 """
 
 RECOUNT_FLOW_DEPENDENCIES = """

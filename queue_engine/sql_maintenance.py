@@ -102,6 +102,10 @@ WITH doomed AS (
      WHERE queue = %(queue)s AND state = %(state)s
        AND finished_at < {_RETENTION_CUTOFF}
        AND (%(since)s::timestamptz IS NULL OR finished_at >= %(since)s)
+       -- A running flow still needs its ended nodes: their outputs, for the children
+       -- still to run. They go once the flow has ended.
+       AND (flow_id IS NULL OR NOT EXISTS (
+                SELECT 1 FROM queue_engine_flow f WHERE f.id = flow_id AND f.state = 'running'))
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED
 ), logs AS (

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from queue_engine import ops
+from queue_engine import ops, ops_flows
+from queue_engine.enqueue import JobSpec, enqueue
 from queue_engine.flows import Flow
 from queue_engine.models import AuditEvent, FlowCountdown, Job, JobRecord
 from queue_engine.models import Flow as FlowRow
@@ -95,3 +96,90 @@ def test_a_flow_whose_failed_branch_was_removed_ends_cancelled_not_succeeded(
     assert not Job.objects.filter(flow_id=flow_id).exists()
     row = FlowRow.objects.get(pk=flow_id)
     assert (row.state, row.removed_nodes) == ("cancelled", 3)
+
+
+def test_a_redriven_node_cancelled_with_its_parent_waits_for_it(
+    workers: Workers, executions: None
+) -> None:
+    flow = Flow("redrive child")
+    flow.add("parent", jobs.node, label="parent")
+    flow.add("child", jobs.node, label="child", depends_on=["parent"])
+    flow_id = flow.submit()
+    parent = Job.objects.get(flow_id=flow_id, node_key="parent").id
+    child = Job.objects.get(flow_id=flow_id, node_key="child").id
+    assert ops.cancel_jobs([parent], actor="ops") == 2  # and the child, downstream
+
+    ops.redrive_job(child, actor="ops")
+
+    assert Job.objects.values_list("state", "pending_deps").get(pk=child) == ("blocked", 1)
+    ops.redrive_job(parent, actor="ops")
+    workers.start("--queues", "flows")
+    flow_state(flow_id, "succeeded")
+    done = {r.node_key: r for r in JobRecord.objects.filter(flow_id=flow_id)}
+    started, parent_done = done["child"].started_at, done["parent"].finished_at
+    assert started is not None and parent_done is not None and started >= parent_done
+    assert done["child"].result == {"label": "child", "saw": ["parent"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_requeue_leaves_out_a_dedup_key_another_job_holds_now() -> None:
+    flow = Flow("dedup requeue")
+    flow.add("a", JobSpec(kind="tests.number", payload={"value": 1}, dedup_key="k1"))
+    flow_id = flow.submit()
+    ops_flows.cancel_flow(flow_id, actor="ops")
+    holder = enqueue(JobSpec(kind="tests.number", payload={"value": 2}, dedup_key="k1")).pk
+
+    assert ops_flows.requeue_flow(flow_id, actor="ops") == 1
+
+    node = Job.objects.get(flow_id=flow_id)
+    assert (node.state, node.dedup_key) == ("available", None)
+    assert Job.objects.get(pk=holder).dedup_key == "k1"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rerun_of_a_flow_with_every_node_removed_is_refused_clearly() -> None:
+    flow = Flow("all removed")
+    flow.add("a", jobs.number, value=1)
+    flow_id = flow.submit()
+    ops.remove_job(Job.objects.get(flow_id=flow_id).pk, actor="ops")
+
+    with pytest.raises(ops.OpsError, match=r"Cannot rerun flow \d+: it has no nodes left"):
+        ops_flows.rerun_flow(flow_id, actor="ops")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bulk_remove_leaves_a_running_node_and_what_depends_on_it() -> None:
+    flow = Flow("remove running")
+    flow.add("a", jobs.number, value=1)
+    flow.add("b", jobs.number, value=1, depends_on=["a"])
+    flow.add("c", jobs.number, value=1)
+    flow_id = flow.submit()
+    a = Job.objects.get(flow_id=flow_id, node_key="a").pk
+    c = Job.objects.get(flow_id=flow_id, node_key="c").pk
+    Job.objects.filter(pk=a).update(state="running")
+
+    assert ops.remove_jobs([a, c], actor="ops") == 1
+
+    left = set(Job.objects.filter(flow_id=flow_id).values_list("node_key", flat=True))
+    assert left == {"a", "b"}
+
+
+def test_requeue_and_rerun_refuse_a_flow_whose_parents_history_is_gone(
+    workers: Workers, executions: None
+) -> None:
+    flow = Flow("pruned parent")
+    flow.add("ok", jobs.node, label="ok")
+    flow.add("bad", jobs.node, label="bad", fail=True, depends_on=["ok"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows")
+    flow_state(flow_id, "failed")
+    ok = JobRecord.objects.get(flow_id=flow_id, node_key="ok").pk
+    JobRecord.objects.filter(pk=ok).delete()  # as the retention sweep does, after a day
+
+    for action in (ops_flows.requeue_flow, ops_flows.rerun_flow):
+        with pytest.raises(ops.OpsError, match=rf"the history of 1 of its node\(s\) \({ok}\)"):
+            action(flow_id, actor="ops")
+
+    # Nothing was changed: the dead node is still there to look at.
+    assert JobRecord.objects.get(flow_id=flow_id, node_key="bad").state == "failed"
+    assert FlowRow.objects.get(pk=flow_id).state == "failed"

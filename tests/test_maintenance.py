@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from queue_engine.models import JobLog, JobRecord, MetricBucket, QueueConfig, RollupState
+from queue_engine.models import (
+    Flow,
+    JobLog,
+    JobRecord,
+    MetricBucket,
+    QueueConfig,
+    RollupState,
+)
 from queue_engine.worker.services import delete_expired, roll_up, rollup
 from queue_engine.worker.services.retention import Swept
 from tests.services import run_service
@@ -99,6 +106,23 @@ def test_gc_removes_only_what_is_past_its_queue_window_with_its_logs(conninfo: s
     assert remaining == {r.id for r in kept}
     assert set(JobLog.objects.values_list("job_id", flat=True)) == remaining
     assert (collected.deleted, collected.more) == (len(expired), False)
+
+
+def test_gc_keeps_the_ended_nodes_of_a_flow_still_running(conninfo: str) -> None:
+    QueueConfig.objects.create(name="gc", retain_succeeded=60)
+    now = database_now()
+    rolled_up_to(now)
+    running, ended = (Flow.objects.create(name="slow", state=s) for s in ("running", "failed"))
+    old = now - timedelta(hours=1)
+    nodes = [record(old), record(old), record(old)]
+    for node, flow in zip(nodes, [running, ended, None], strict=True):
+        node.flow_id = flow.pk if flow else None
+    JobRecord.objects.bulk_create(nodes)
+
+    run_service(conninfo, delete_expired)
+
+    # The running flow's children still to run need the parent's output.
+    assert list(JobRecord.objects.values_list("id", flat=True)) == [nodes[0].id]
 
 
 def test_gc_deletes_in_bounded_batches(conninfo: str) -> None:
