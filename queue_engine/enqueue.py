@@ -684,14 +684,9 @@ def insert_rows(rows: list[Row]) -> list[int]:
         cursor.execute(sql.ALLOCATE_JOB_IDS, [len(rows)])
         now, ids = cursor.fetchone()
         inserted: set[int] = set()
-        # A server-binding cursor sends the arrays as parameters, not quoted text.
-        with psycopg.Cursor(cursor.connection) as raw:
-            for start in range(0, len(rows), INSERT_CHUNK):
-                end = start + INSERT_CHUNK
-                columns = _bulk_columns(rows[start:end], ids[start:end], now)
-                labels = [sql.array_literal(labels) for labels in columns[10]]
-                raw.execute(sql.INSERT_JOBS_UNNEST, [*columns[:10], labels, *columns[11:]])
-                inserted.update(r[0] for r in raw.fetchall())
+        for start in range(0, len(rows), INSERT_CHUNK):
+            end = start + INSERT_CHUNK
+            inserted |= _insert_unnest(cursor.connection, rows[start:end], ids[start:end], now)
         holders: dict[tuple[str, str | None], int] = {}
         for _ in range(5):
             missing = [
@@ -717,16 +712,25 @@ def insert_rows(rows: list[Row]) -> list[int]:
                 if i not in inserted and (row.kind, row.dedup_key) not in holders
             )
             if again:
-                columns = _bulk_columns([rows[n] for n in again], [ids[n] for n in again], now)
-                labels = [sql.array_literal(labels) for labels in columns[10]]
-                with psycopg.Cursor(cursor.connection) as raw:
-                    raw.execute(sql.INSERT_JOBS_UNNEST, [*columns[:10], labels, *columns[11:]])
-                    inserted.update(r[0] for r in raw.fetchall())
+                rows_again, ids_again = [rows[n] for n in again], [ids[n] for n in again]
+                inserted |= _insert_unnest(cursor.connection, rows_again, ids_again, now)
                 for n in again:
                     if ids[n] in inserted:
                         holders[(rows[n].kind, rows[n].dedup_key)] = ids[n]
         # Inside the transaction: nothing of this call is kept.
         raise EnqueueError("enqueue_many: dedup keys kept changing hands; try again.")
+
+
+def _insert_unnest(
+    conn: psycopg.Connection[Any], rows: list[Row], ids: list[int], now: datetime
+) -> set[int]:
+    """One INSERT .. ON CONFLICT DO NOTHING of these rows; the ids it inserted."""
+    columns = _bulk_columns(rows, ids, now)
+    labels = [sql.array_literal(labels) for labels in columns[10]]
+    # A server-binding cursor sends the arrays as parameters, not quoted text.
+    with psycopg.Cursor(conn) as raw:
+        raw.execute(sql.INSERT_JOBS_UNNEST, [*columns[:10], labels, *columns[11:]])
+        return {r[0] for r in raw.fetchall()}
 
 
 def _first_per_key(indexed: Iterable[tuple[int, Row]]) -> list[int]:
