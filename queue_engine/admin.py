@@ -172,7 +172,9 @@ class QueueConfigAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-
     actions = ["pause", "resume", "reset"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
-        return ("name", "edited_fields") if obj is not None else ()
+        # Pausing and resuming need the operator permission, as the actions do.
+        held = () if self.has_operate_permission(request) else ("paused",)
+        return ("name", "edited_fields", *held) if obj is not None else held
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # a queue's row comes back with its next job; reset values instead
@@ -260,7 +262,10 @@ class ScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
                 payload=data.get("payload") or {},
                 queue=data.get("queue") or None,
                 priority=data.get("priority"),
-                enabled=bool(data.get("enabled")),
+                # Left as it is when the field is read-only here (no operator permission).
+                enabled=bool(data.get("enabled"))
+                if "enabled" in self.fields
+                else (self.instance.enabled if self.instance.pk else True),
                 missed=data.get("missed_fire_policy") or "run_once",
                 source="admin",
             )
@@ -296,7 +301,9 @@ class ScheduleAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-arg
             "created_at",
             "updated_at",
         )
-        return ("name", *always) if obj is not None else always
+        # Enabling and disabling need the operator permission, as the actions do.
+        held = () if self.has_operate_permission(request) else ("enabled",)
+        return ("name", *always, *held) if obj is not None else (*always, *held)
 
     def get_actions(
         self, request: HttpRequest, action_location: ActionLocation = ActionLocation.CHANGE_LIST

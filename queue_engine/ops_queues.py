@@ -82,7 +82,8 @@ def set_group_limit(
 ) -> GroupLimit | None:
     """Cap how many jobs of one group key run at once, over the queue's group_concurrency.
 
-    None or 0 removes the override: the key falls back to the queue's limit.
+    0 holds the key: none of its jobs start until the override changes. None removes
+    the override: the key falls back to the queue's limit.
     The claim reads the row by exact (queue, group_key), as written here.
     """
     problem = queue_defaults.name_problem(queue) or group_limit_problem(
@@ -90,7 +91,7 @@ def set_group_limit(
     )
     if problem:
         raise OpsError(problem)
-    new = max_concurrency or None
+    new = max_concurrency
     with transaction.atomic():
         current = (
             GroupLimit.objects.select_for_update().filter(queue=queue, group_key=group_key).first()
@@ -128,7 +129,7 @@ def group_limit_problem(queue: str, key: object, limit: object) -> str | None:
     ):
         return (
             f"Cannot set the limit of group {key!r} on queue {queue!r}: it must be a whole number "
-            f"from 1 to {MAX_SECONDS}, or 0 or None to remove it, not {limit!r}."
+            f"from 0 (hold the group) to {MAX_SECONDS}, or None to remove it, not {limit!r}."
         )
     return None
 

@@ -402,7 +402,9 @@ def save_declaration(d: Declaration, *, actor: Any = None) -> Schedule:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(q.LOCK_SCHEDULE_NAME, [d.name])
         now = _database_now()
-        schedule = Schedule.objects.filter(name=d.name).first()
+        # Locked: a leader firing it meanwhile has its next fire time written first,
+        # and it is read here, not written back over.
+        schedule = Schedule.objects.select_for_update().filter(name=d.name).first()
         created = schedule is None
         if schedule is None:
             schedule = Schedule(name=d.name)

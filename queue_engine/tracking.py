@@ -21,8 +21,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from django.db import OperationalError, connection, transaction
+from django.utils import timezone
 
 from queue_engine import sql_tracking as q
+from queue_engine.payloads import PayloadError, dump_json, text_problem
 
 LiveState = Literal["available", "scheduled", "running", "blocked"]
 EndedState = Literal["succeeded", "failed", "cancelled"]
@@ -88,6 +90,8 @@ def queue_counts(
     A history count above `cap` is the rollup's count of what ended within the
     queue's retention window (never less than cap + 1). Estimates are `exact=False`.
     """
+    if queue is not None and (not isinstance(queue, str) or text_problem(queue) is not None):
+        raise TrackingError(f"queue must be a queue name, not {queue!r}.")
     params = {"queue": queue, "cap": cap, "scan": scan, "sample": SAMPLE_PER_SCAN * scan}
     with connection.cursor() as cursor:
         cursor.execute(q.QUEUES, params)
@@ -371,6 +375,27 @@ def list_jobs(
     for name, value in (("payload", where.payload), ("meta", where.meta)):
         if value is not None and not isinstance(value, Mapping):
             raise TrackingError(f"The {name} filter must be a JSON object (a dict).")
+        if value is not None:
+            try:
+                dump_json(value, what=f"the {name} filter")
+            except PayloadError as exc:
+                raise TrackingError(str(exc)) from None
+    for name, cursor_id in (("before", before), ("after", after)):
+        if cursor_id is not None and (
+            isinstance(cursor_id, bool)
+            or not isinstance(cursor_id, int)
+            or not 0 <= cursor_id < 2**63
+        ):
+            raise TrackingError(f"{name} must be a job id (a whole number), not {cursor_id!r}.")
+    for name, moment in (("since", where.since), ("until", where.until)):
+        if moment is not None and (not isinstance(moment, datetime) or timezone.is_naive(moment)):
+            raise TrackingError(
+                f"{name} must be a datetime with a time zone, not {moment!r}; "
+                "for example datetime(2026, 1, 1, tzinfo=UTC)."
+            )
+    for name, text in (("queue", where.queue), ("kind", where.kind), ("text", where.text)):
+        if text is not None and (not isinstance(text, str) or text_problem(text) is not None):
+            raise TrackingError(f"The {name} filter must be text Postgres can store, not {text!r}.")
     rows: list[JobRow] = []
     with _statement_timeout(), connection.cursor() as cursor:
         history = (q.HISTORY_OLDER, q.HISTORY_NEWER)

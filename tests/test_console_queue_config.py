@@ -264,30 +264,42 @@ def test_a_group_limit_is_changed_and_removed(operator: Client, emails) -> None:
         {"group_key": "acme", "max_concurrency": "5", "confirm": "yes"},
     )
     changed = GroupLimit.objects.get().max_concurrency
-    confirm = text_of(
+    hold = text_of(
         operator.post(url("emails", "group-limit/"), {"group_key": "acme", "max_concurrency": "0"})
     )
     operator.post(
         url("emails", "group-limit/"),
         {"group_key": "acme", "max_concurrency": "0", "confirm": "yes"},
     )
+    held = GroupLimit.objects.get().max_concurrency
+    page = text_of(operator.get(url("emails", "")))
+    confirm = text_of(
+        operator.post(url("emails", "group-limit/"), {"group_key": "acme", "max_concurrency": ""})
+    )
+    operator.post(
+        url("emails", "group-limit/"),
+        {"group_key": "acme", "max_concurrency": "", "confirm": "yes"},
+    )
 
-    assert changed == 5
+    assert (changed, held) == (5, 0)
+    assert "Hold group acme of emails?" in hold and "held: none of its jobs start" in hold
+    assert "held: none of its jobs start" in page
     assert "Remove the limit on group acme of emails?" in confirm
     assert not GroupLimit.objects.exists()
     assert [e.details["changes"] for e in AuditEvent.objects.order_by("id")] == [
         {"max_concurrency": [None, 2]},
         {"max_concurrency": [2, 5]},
-        {"max_concurrency": [5, None]},
+        {"max_concurrency": [5, 0]},
+        {"max_concurrency": [0, None]},
     ]
 
 
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("acme", "many", "Enter a whole number, or 0 or nothing to remove the limit."),
+        ("acme", "many", "Enter a whole number (0 holds the group: none of its jobs start)"),
         ("", "3", "a group key has 1 to 255 characters"),
-        ("acme", "999999999999", "it must be a whole number from 1 to"),
+        ("acme", "999999999999", "it must be a whole number from 0 (hold the group) to"),
     ],
 )
 def test_bad_group_limits_show_the_form_again(

@@ -153,6 +153,60 @@ def test_admin_edits_queue_settings_through_ops(admin_client: Client) -> None:
     }
 
 
+@pytest.fixture
+def editor(db: None) -> Client:
+    """A staff user who may change queue settings and schedules, but not operate."""
+    user = User.objects.create_user("editor", password="x", is_staff=True)
+    user.user_permissions.add(
+        *Permission.objects.filter(
+            codename__in=[
+                "view_queueconfig",
+                "change_queueconfig",
+                "view_schedule",
+                "change_schedule",
+            ]
+        )
+    )
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_the_admin_form_pauses_and_disables_only_for_operators(editor: Client) -> None:
+    QueueConfig.objects.create(name="emails")
+    schedule = schedules.upsert_cron("nightly", jobs.noop, cron="0 3 * * *")
+    queue_form = {
+        "paused": "on",
+        "max_concurrency": "5",
+        "rate_limit": "",
+        "rate_window": "60",
+        "lock_duration": "30",
+        "group_concurrency": "",
+        "retain_succeeded": "86400",
+        "retain_failed": "604800",
+        "retain_cancelled": "86400",
+    }
+    schedule_form = {
+        "kind": "tests.noop",
+        "cron": "0 4 * * *",
+        "timezone": "UTC",
+        "every": "",
+        "payload": "{}",
+        "queue": "",
+        "priority": "",
+        "missed_fire_policy": "run_once",
+    }  # "enabled" left out: unticked, it would disable the schedule
+
+    queued = editor.post("/admin/queue_engine/queueconfig/emails/change/", queue_form)
+    scheduled = editor.post(f"/admin/queue_engine/schedule/{schedule.pk}/change/", schedule_form)
+
+    assert queued.status_code == scheduled.status_code == 302
+    config = QueueConfig.objects.get(name="emails")
+    assert (config.paused, config.max_concurrency) == (False, 5)  # the limit, not the pause
+    changed = Schedule.objects.get(pk=schedule.pk)
+    assert (changed.cron, changed.enabled) == ("0 4 * * *", True)
+
+
 @pytest.mark.django_db
 def test_admin_refuses_a_bad_queue_setting_with_the_ops_message(admin_client: Client) -> None:
     QueueConfig.objects.create(name="emails")
@@ -316,7 +370,9 @@ def test_set_group_limit_adds_changes_and_removes_an_override_with_audit() -> No
     ops_queues.set_group_limit("emails", "acme/eu", 5, actor="alice")
     kept = list(GroupLimit.objects.values_list("queue", "group_key", "max_concurrency"))
 
-    removed = ops_queues.set_group_limit("emails", "acme/eu", 0, actor="bob")
+    held = ops_queues.set_group_limit("emails", "acme/eu", 0, actor="bob")
+    assert held is not None and held.max_concurrency == 0  # a hold: none of its jobs start
+    removed = ops_queues.set_group_limit("emails", "acme/eu", None, actor="bob")
 
     assert kept == [("emails", "acme/eu", 5)] and removed is None
     assert not GroupLimit.objects.exists()
@@ -338,7 +394,13 @@ def test_set_group_limit_adds_changes_and_removes_an_override_with_audit() -> No
             "bob",
             "group_limit",
             "emails",
-            {"group_key": "acme/eu", "changes": {"max_concurrency": [5, None]}},
+            {"group_key": "acme/eu", "changes": {"max_concurrency": [5, 0]}},
+        ),
+        (
+            "bob",
+            "group_limit",
+            "emails",
+            {"group_key": "acme/eu", "changes": {"max_concurrency": [0, None]}},
         ),
     ]
 
@@ -375,8 +437,8 @@ def test_the_claim_reads_group_limits_as_set_group_limit_writes_them(locked: lis
         ("emails", "", 2, "a group key has 1 to 255 characters"),
         ("emails", "k" * 256, 2, "a group key has 1 to 255 characters"),
         ("emails", 7, 2, "a group key has 1 to 255 characters"),
-        ("emails", "acme", -1, "it must be a whole number from 1 to"),
-        ("emails", "acme", "3", "or 0 or None to remove it, not '3'"),
+        ("emails", "acme", -1, "it must be a whole number from 0 (hold the group) to"),
+        ("emails", "acme", "3", "or None to remove it, not '3'"),
         ("emails", "acme", True, "it must be a whole number"),
         ("emails", "acme", 10**12, "it must be a whole number"),
     ],

@@ -444,3 +444,44 @@ def test_workers_declare_the_settings_schedules_when_they_start(workers) -> None
     schedule = Schedule.objects.get(name="from-settings")
     assert (schedule.source, schedule.every) == ("settings", timedelta(seconds=1))
     assert "schedules declared from settings: from-settings" in workers.output()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_redeclaring_while_the_leader_fires_keeps_the_next_fire_time(conninfo: str) -> None:
+    """A deploy re-declares a schedule (same timing, new payload) while the leader holds
+    it to fire: the fire's new next_fire_at must not be written back over."""
+    import asyncio
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import psycopg
+    from django.db import connection
+
+    s = schedules.upsert_interval("race", jobs.noop, every=600, payload={"v": 1})
+    Schedule.objects.filter(pk=s.pk).update(next_fire_at=F("next_fire_at") - timedelta(minutes=10))
+    due_at = Schedule.objects.get(pk=s.pk).next_fire_at
+    locked = threading.Event()
+
+    async def leader() -> int:
+        conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+        try:
+            async with conn.transaction():
+                await conn.execute(
+                    "SELECT 1 FROM queue_engine_schedule WHERE id = %s FOR UPDATE", [s.pk]
+                )
+                locked.set()
+                await asyncio.sleep(0.5)  # the declaration reads the row meanwhile
+                return (await fire_due_schedules(conn)).enqueued
+        finally:
+            await conn.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        fired = pool.submit(asyncio.run, leader())
+        assert locked.wait(5)
+        schedules.upsert_interval("race", jobs.noop, every=600, payload={"v": 2})
+        assert fired.result() == 1
+    connection.close()
+
+    after = Schedule.objects.get(pk=s.pk)
+    assert after.next_fire_at > due_at  # was rewound to the time that had just fired
+    assert after.payload == {"v": 2}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -318,6 +318,32 @@ def test_bad_list_requests_say_what_to_do() -> None:
         tracking.list_jobs(JobFilter(state="done"))  # type: ignore[arg-type]
     with pytest.raises(TrackingError, match="before or after, not both"):
         tracking.list_jobs(before=5, after=1)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: tracking.list_jobs(
+                JobFilter(since=datetime(2026, 1, 1), until=datetime(2026, 1, 2))
+            ),
+            "since must be a datetime with a time zone",
+        ),
+        (lambda: tracking.list_jobs(before="x"), "before must be a job id"),  # type: ignore[arg-type]
+        (lambda: tracking.list_jobs(after=10**20), "after must be a job id"),
+        (lambda: tracking.list_jobs(JobFilter(text="a\x00b")), "text filter must be text"),
+        (
+            lambda: tracking.list_jobs(JobFilter(payload={"a": {1}})),
+            "the payload filter .*set",
+        ),
+        (lambda: tracking.queue_counts(5), "queue must be a queue name"),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_filters_are_tracking_errors_not_tracebacks(
+    call: Callable[[], object], message: str
+) -> None:
+    with pytest.raises(TrackingError, match=message):
+        call()
 
 
 # --- a million ended jobs -------------------------------------------------------------------

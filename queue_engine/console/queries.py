@@ -358,8 +358,8 @@ def job_page(
         return tracking.list_jobs(
             filters.tracking_filter(), before=before, after=after, limit=limit
         )
-    except tracking.NarrowYourFilter as exc:
-        raise NarrowFilter(str(exc)) from exc
+    except (tracking.NarrowYourFilter, tracking.TrackingError) as exc:
+        raise NarrowFilter(str(exc)) from exc  # shown on the page, with no jobs
 
 
 def find_job(job_id: int) -> Job | JobRecord | None:

@@ -168,7 +168,10 @@ def group_limit(request: HttpRequest, name: str) -> HttpResponse:
     key = request.POST.get("group_key", "")
     raw = request.POST.get("max_concurrency", "").strip()
     if raw and not COUNT.fullmatch(raw):
-        problem: str | None = "Enter a whole number, or 0 or nothing to remove the limit."
+        problem: str | None = (
+            "Enter a whole number (0 holds the group: none of its jobs start), "
+            "or nothing to remove the limit."
+        )
     else:
         limit = int(raw) if raw else None
         problem = ops_queues.group_limit_problem(name, key, limit)
@@ -176,7 +179,7 @@ def group_limit(request: HttpRequest, name: str) -> HttpResponse:
         return edit_page(
             request, name, group_error=problem, group_key=key, group_value=raw, open_group=True
         )
-    new = limit or None
+    new = limit
     old = GroupLimit.objects.filter(queue=name, group_key=key).first()
     old_limit = old.max_concurrency if old else None
     back = reverse("console:queue", args=[name])
@@ -187,19 +190,25 @@ def group_limit(request: HttpRequest, name: str) -> HttpResponse:
         fallback = shown("count", config.group_concurrency if config else None)
 
         def limit_of(value: int | None) -> str:
+            if value == 0:
+                return "held: none of its jobs start"
             return f"{value} at a time" if value else f"the queue's per-group limit ({fallback})"
 
-        verb = "Remove the limit on" if new is None else "Limit"
+        verb = "Remove the limit on" if new is None else ("Hold" if new == 0 else "Limit")
         return confirm_page(
             request,
             name,
             f"{verb} group {key} of {name}?",
             [Change(f"Group {key}", limit_of(old_limit), limit_of(new))],
             action=reverse("console:queue_group_limit", args=[name]),
-            fields=[("group_key", key), ("max_concurrency", str(new or 0))],
+            fields=[("group_key", key), ("max_concurrency", "" if new is None else str(new))],
             explain="Workers apply it from their next claim; running jobs are not stopped.",
         )
-    done = "removed" if new is None else f"set to {new} at a time"
+    done = (
+        "removed"
+        if new is None
+        else ("held: none of its jobs start" if new == 0 else f"set to {new} at a time")
+    )
     return applied(
         request,
         back,
