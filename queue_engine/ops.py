@@ -58,22 +58,32 @@ def _describe(job_id: int) -> str:
     record = JobRecord.objects.filter(pk=job_id).values_list("state", flat=True).first()
     if record is not None:
         return f"job {job_id} already ended ({record})"
+    if Job.objects.filter(pk=job_id, meta__has_key="cancel_requested").exists():
+        return f"job {job_id} was asked to stop already; it ends when its handler has stopped"
     return f"job {job_id} does not exist"
 
 
 def cancel_job(job_id: int, *, actor: Any = None) -> None:
-    """Cancel a live job; a running one is told to stop and its result is discarded."""
+    """Cancel a live job; a running one is told to stop, and ends cancelled once its
+    handler has (what the handler returns is dropped)."""
     if cancel_jobs([job_id], actor=actor) == 0:
         raise OpsError(f"Cannot cancel: {_describe(job_id)}.")
 
 
 def cancel_jobs(ids: list[int], *, actor: Any = None, audited: bool = True) -> int:
-    """Cancel live jobs and, for flow nodes, every live node downstream of them."""
+    """Cancel live jobs and, for flow nodes, every live node downstream of them.
+
+    A waiting job ends cancelled at once. A running one is asked to stop: it stays
+    running (its slot still counted under the caps) until its worker has stopped the
+    handler and settles it as cancelled, or its lease expires."""
     with transaction.atomic(), connection.cursor() as cursor:
         ids = _with_dependants(cursor, ids)
-        cursor.execute(sql.OPS_CANCEL, {"ids": ids, "actor": actor_name(actor)})
+        params: dict[str, Any] = {"ids": ids, "actor": actor_name(actor)}
+        cursor.execute(sql.OPS_CANCEL, params)
         rows = cursor.fetchall()
-        running = [job_id for job_id, state in rows if state == "running"]
+        cursor.execute(sql.OPS_REQUEST_CANCEL, params)
+        running = [r[0] for r in cursor.fetchall()]
+        rows += [(job_id, "running") for job_id in running]
         if running:
             cursor.execute(
                 sql.NOTIFY_CONTROL,

@@ -108,7 +108,8 @@ def rerun_flow(flow_id: int, *, actor: Any = None) -> int:
             backoff=Backoff.from_json(_json(backoff)),
             group_key=group_key,
             labels=labels,
-            meta=_json(meta),
+            # Not the original's stop request: the clone runs.
+            meta={k: v for k, v in (_json(meta) or {}).items() if k != "cancel_requested"},
         )
         builder.nodes[key] = _node(key, spec, parents.get(job_id, []))
     if not builder.nodes:

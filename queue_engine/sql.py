@@ -418,6 +418,28 @@ RETURNING id
 
 DELAY = f"(%(delays)s::float8[])[{AT}]"
 
+# A job an operator asked to stop (OPS_REQUEST_CANCEL) does not run again.
+CANCEL_NOT_REQUESTED = "NOT j.meta ? 'cancel_requested'"
+
+# A handler stopped after an operator's cancel: the job ends cancelled.
+SETTLE_CANCELLED = f"""
+WITH done AS (
+    DELETE FROM queue_engine_job j
+     WHERE {FENCED}
+    RETURNING j.*
+)
+INSERT INTO queue_engine_jobrecord ({MOVED}, state, worker, finished_at)
+SELECT id, queue, kind, name, priority, payload, attempt, max_attempts, backoff,
+       errors || jsonb_build_array(jsonb_build_object(
+           'attempt', attempt, 'class', 'queue_engine.Cancelled',
+           'message', 'cancelled by ' || COALESCE(meta->'cancel_requested'->>'by', 'an operator'),
+           'traceback', '', 'worker', lease_owner, 'at', now())),
+       dedup_key, group_key, labels, flow_id, node_key, meta, progress, progress_message,
+       rescues, run_at, created_at, started_at, 'cancelled', lease_owner, now()
+  FROM done
+RETURNING id
+"""
+
 # Retry later: back to scheduled (or available at once) with the error kept.
 SETTLE_RETRY = f"""
 UPDATE queue_engine_job j
@@ -425,7 +447,7 @@ UPDATE queue_engine_job j
        run_at = now() + make_interval(secs => {DELAY}),
        errors = j.errors || jsonb_build_array((%(errors)s::jsonb[])[{AT}]),
        lease_owner = NULL, claim_token = NULL, lease_expires_at = NULL
- WHERE {FENCED}
+ WHERE {FENCED} AND {CANCEL_NOT_REQUESTED}
 RETURNING j.id, j.queue, j.state
 """
 
@@ -438,7 +460,7 @@ UPDATE queue_engine_job j
        payload = COALESCE((%(payloads)s::jsonb[])[{AT}], j.payload),
        meta = j.meta || jsonb_build_object('snoozed', COALESCE((j.meta->>'snoozed')::int, 0) + 1),
        lease_owner = NULL, claim_token = NULL, lease_expires_at = NULL
- WHERE {FENCED}
+ WHERE {FENCED} AND {CANCEL_NOT_REQUESTED}
 RETURNING j.id, j.queue, j.state
 """
 
@@ -447,7 +469,7 @@ RELEASE = f"""
 UPDATE queue_engine_job j
    SET state = 'available', attempt = GREATEST(j.attempt - 1, 0),
        lease_owner = NULL, claim_token = NULL, lease_expires_at = NULL
- WHERE {FENCED}
+ WHERE {FENCED} AND {CANCEL_NOT_REQUESTED}
 RETURNING j.id, j.queue
 """
 
@@ -457,7 +479,7 @@ HEARTBEAT = f"""
 UPDATE queue_engine_job j
    SET lease_expires_at = now() + (j.lease_expires_at - j.heartbeat_at), heartbeat_at = now()
  WHERE {FENCED}
-RETURNING j.id
+RETURNING j.id, j.meta ? 'cancel_requested'
 """
 
 # Progress reports, the latest per job, fenced like a settle.
@@ -470,7 +492,7 @@ UPDATE queue_engine_job j
 
 # Lock one running job for an in-handler transaction that completes it (ctx.atomic).
 LOCK_OWN_JOB = """
-SELECT 1 FROM queue_engine_job
+SELECT meta ? 'cancel_requested' FROM queue_engine_job
  WHERE id = %s AND claim_token = %s AND state = 'running'
    FOR UPDATE
 """
@@ -568,11 +590,31 @@ WITH expired AS (
            jsonb_build_object('attempt', j.attempt, 'class', 'queue_engine.LeaseExpired',
                'message', 'the worker stopped heartbeating (killed or hung); lease expired',
                'traceback', '', 'worker', j.lease_owner, 'at', now()) AS error,
-           (j.rescues + 1 >= %(max_rescues)s OR j.attempt >= j.max_attempts) AS dead
+           (j.rescues + 1 >= %(max_rescues)s OR j.attempt >= j.max_attempts) AS dead,
+           j.meta ? 'cancel_requested' AS cancel
       FROM queue_engine_job j JOIN expired USING (id)
+), stopped AS (
+    -- Asked to stop, and its worker is gone: it ends cancelled, as its worker would
+    -- have settled it.
+    DELETE FROM queue_engine_job j USING err
+     WHERE j.id = err.id AND err.cancel
+    RETURNING j.*
+), cancelled AS (
+    INSERT INTO queue_engine_jobrecord ({MOVED}, state, worker, finished_at)
+    SELECT id, queue, kind, name, priority, payload, attempt, max_attempts, backoff,
+           errors || jsonb_build_array(jsonb_build_object(
+               'attempt', attempt, 'class', 'queue_engine.Cancelled',
+               'message', 'cancelled by '
+                   || COALESCE(meta->'cancel_requested'->>'by', 'an operator')
+                   || '; its worker stopped heartbeating before it stopped the handler',
+               'traceback', '', 'worker', lease_owner, 'at', now())),
+           dedup_key, group_key, labels, flow_id, node_key, meta, progress, progress_message,
+           rescues, run_at, created_at, started_at, 'cancelled', lease_owner, now()
+      FROM stopped
+    RETURNING id, queue
 ), dead AS (
     DELETE FROM queue_engine_job j USING err
-     WHERE j.id = err.id AND err.dead
+     WHERE j.id = err.id AND err.dead AND NOT err.cancel
     RETURNING j.*, err.error AS d_error
 ), buried AS (
     INSERT INTO queue_engine_jobrecord ({MOVED}, state, worker, finished_at)
@@ -588,12 +630,14 @@ WITH expired AS (
            errors = j.errors || jsonb_build_array(err.error),
            lease_owner = NULL, claim_token = NULL, lease_expires_at = NULL
       FROM err
-     WHERE j.id = err.id AND NOT err.dead
+     WHERE j.id = err.id AND NOT err.dead AND NOT err.cancel
     RETURNING j.id, j.queue
 )
 SELECT 'revived', id, queue FROM revived
 UNION ALL
 SELECT 'dead', id, queue FROM buried
+UNION ALL
+SELECT 'cancelled', id, queue FROM cancelled
 """
 
 SWEEP_STALE_WORKERS = """
@@ -620,7 +664,7 @@ TRY_LEADER_LOCK = "SELECT pg_try_advisory_lock(%s)"
 OPS_CANCEL = f"""
 WITH gone AS (
     DELETE FROM queue_engine_job j
-     WHERE j.id = ANY(%(ids)s::bigint[])
+     WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state <> 'running'
     RETURNING j.*
 )
 INSERT INTO queue_engine_jobrecord ({MOVED}, state, worker, finished_at)
@@ -633,6 +677,19 @@ SELECT id, queue, kind, name, priority, payload, attempt, max_attempts, backoff,
        rescues, run_at, created_at, started_at, 'cancelled', COALESCE(lease_owner, ''), now()
   FROM gone
 RETURNING id, (SELECT state FROM gone g WHERE g.id = queue_engine_jobrecord.id)
+"""
+
+# A running job is asked to stop: it stays running, its slot still counted under
+# the caps, until its worker has stopped the handler and settles it as cancelled
+# (SETTLE_CANCELLED), or its lease expires (RESCUE_EXPIRED). A retry, snooze or
+# release of it is refused (CANCEL_NOT_REQUESTED); a success or a failure stands.
+OPS_REQUEST_CANCEL = """
+UPDATE queue_engine_job j
+   SET meta = j.meta || jsonb_build_object(
+           'cancel_requested', jsonb_build_object('by', %(actor)s::text, 'at', now()))
+ WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state = 'running'
+   AND NOT j.meta ? 'cancel_requested'
+RETURNING j.id
 """
 
 # Run waiting jobs now (scheduled for a retry or later): available at once.
@@ -665,7 +722,8 @@ SELECT id, queue, kind, name, priority, payload, 0, max_attempts, backoff, error
                 SELECT 1 FROM queue_engine_job l WHERE l.kind = gone.kind
                    AND l.dedup_key = gone.dedup_key) THEN NULL ELSE dedup_key END,
        group_key, labels, flow_id, node_key,
-       meta || jsonb_build_object('redriven', COALESCE((meta->>'redriven')::int, 0) + 1),
+       (meta - 'cancel_requested')
+           || jsonb_build_object('redriven', COALESCE((meta->>'redriven')::int, 0) + 1),
        NULL, '', 0, now(), created_at, NULL, 'available', 0
   FROM gone
 RETURNING id, queue

@@ -279,7 +279,8 @@ SELECT id, queue, kind, name, priority, payload, 0, max_attempts, backoff, error
                 SELECT 1 FROM queue_engine_job l WHERE l.kind = numbered.kind
                    AND l.dedup_key = numbered.dedup_key) THEN NULL ELSE dedup_key END,
        group_key, labels, flow_id, node_key,
-       meta || jsonb_build_object('requeued', COALESCE((meta->>'requeued')::int, 0) + 1),
+       (meta - 'cancel_requested')
+           || jsonb_build_object('requeued', COALESCE((meta->>'requeued')::int, 0) + 1),
        NULL, '', 0, now(), created_at, NULL, 'blocked', 0
   FROM numbered
 RETURNING id

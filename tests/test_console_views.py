@@ -429,6 +429,17 @@ def test_confirmed_bulk_retry_redrives_and_audits(operator: Client, data: Consol
     assert "4 jobs retried." in page
 
 
+def test_a_running_job_asked_to_stop_says_so(operator: Client, data: ConsoleData) -> None:
+    operator.post(
+        "/jobs/bulk/", {"ids": str(data.running.id), "action": "cancel", "confirm": "yes"}
+    )
+
+    page = text_of(operator.get(f"/jobs/{data.running.id}/"))
+
+    assert Job.objects.get(pk=data.running.id).state == "running"
+    assert 'id="job-stopping"' in page and "its worker is stopping it" in page
+
+
 def test_bulk_cancel_and_remove(operator: Client, data: ConsoleData) -> None:
     waiting = [j.id for j in data.available[:3]]
 

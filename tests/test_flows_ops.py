@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from queue_engine import ops, ops_flows
 from queue_engine.enqueue import JobSpec, enqueue
@@ -11,7 +12,7 @@ from queue_engine.models import AuditEvent, FlowCountdown, Job, JobRecord
 from queue_engine.models import Flow as FlowRow
 from tests import jobs
 from tests.flow_helpers import flow_state
-from tests.workers import Workers
+from tests.workers import Workers, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -183,3 +184,32 @@ def test_requeue_and_rerun_refuse_a_flow_whose_parents_history_is_gone(
     # Nothing was changed: the dead node is still there to look at.
     assert JobRecord.objects.get(flow_id=flow_id, node_key="bad").state == "failed"
     assert FlowRow.objects.get(pk=flow_id).state == "failed"
+
+
+def test_a_flow_whose_running_node_was_cancelled_runs_until_the_handler_stops(
+    workers: Workers, executions: None
+) -> None:
+    flow = Flow("cancel running")
+    flow.add("slow", jobs.capped, pause=2.0)  # sleeps without looking at is_cancelled()
+    flow.add("after", jobs.number, value=1, depends_on=["slow"])
+    flow_id = flow.submit()
+    workers.start("--queues", "capped,flows", "--concurrency", "4")
+    wait_for(lambda: Job.objects.filter(flow_id=flow_id, state="running").exists(), timeout=15)
+
+    ops_flows.cancel_flow(flow_id, actor="ops")
+
+    # Its handler still runs: the flow is not over, and cannot be requeued yet.
+    row = FlowRow.objects.get(pk=flow_id)
+    assert (row.state, row.finished_at) == ("running", None)
+    with pytest.raises(ops.OpsError, match="it is running"):
+        ops_flows.requeue_flow(flow_id, actor="ops")
+    ended = flow_state(flow_id, "cancelled", timeout=15)
+    assert ended.finished_at is not None
+    slow = JobRecord.objects.get(flow_id=flow_id, node_key="slow")
+    assert slow.state == "cancelled" and "cancelled by ops" in slow.errors[-1]["message"]
+
+    assert ops_flows.requeue_flow(flow_id, actor="ops") == 2
+    flow_state(flow_id, "succeeded", timeout=20)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM test_executions WHERE job_id = %s", [slow.id])
+        assert cursor.fetchone() == (2,)  # once cancelled, once after the requeue: never both

@@ -9,7 +9,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from queue_engine.models import GroupLimit, JobRecord, QueueConfig
+from queue_engine import ops
+from queue_engine.models import GroupLimit, Job, JobRecord, QueueConfig
 from tests import jobs
 from tests.workers import Workers, wait_for
 
@@ -55,6 +56,30 @@ def test_queue_cap_holds_across_three_processes(
     peaks = [n for (n,) in sampler.samples]
     assert max(peaks) == 3, f"peak {max(peaks)} over {len(peaks)} samples"
     assert len(peaks) > 50
+
+
+def test_a_cancelled_handler_that_runs_on_keeps_its_slot_under_the_cap(
+    workers: Workers, executions: None
+) -> None:
+    """tests.capped sleeps without looking at ctx.is_cancelled(): cancelled, it runs on,
+    and the job next in line must wait for it under max_concurrency=1."""
+    QueueConfig.objects.update_or_create(name="capped", defaults={"max_concurrency": 1})
+    first, second = jobs.capped.enqueue_many([{"pause": 2.0}, {"pause": 0.1}])
+    workers.start("--queues", "capped", "--concurrency", "4")
+    wait_for(lambda: Job.objects.filter(pk=first, state="running").exists(), timeout=15)
+
+    ops.cancel_job(first, actor="ops")
+    time.sleep(1.0)
+
+    # Still running (asked to stop), holding the only slot; the next one waits.
+    assert Job.objects.values_list("state", flat=True).get(pk=first) == "running"
+    assert Job.objects.values_list("state", flat=True).get(pk=second) == "available"
+    ended = wait_for(lambda: JobRecord.objects.filter(pk=first).first(), timeout=10)
+    assert ended.state == "cancelled"
+    second_run = wait_for(lambda: JobRecord.objects.filter(pk=second).first(), timeout=10)
+    assert second_run.state == "succeeded"
+    assert second_run.started_at is not None and ended.finished_at is not None
+    assert second_run.started_at >= ended.finished_at
 
 
 def test_rate_limit_holds_over_its_window(workers: Workers, executions: None) -> None:

@@ -85,6 +85,7 @@ class Expected:
     errors: int = 0
     redriven: int = 0
     worker: str = ""  # the history row's worker column
+    cancel_asked: bool = False  # running, and an operator asked it to stop
 
     def facts(self) -> tuple[Any, ...]:
         return (
@@ -281,6 +282,7 @@ class JobLifecycle(RuleBasedStateMachine):
         )
         assert [r[0] for r in rows] == [job_id]
         self.to_history(job_id, "succeeded", self.end_lease(job_id))
+        self.jobs[job_id].cancel_asked = False  # a success stands
 
     @precondition(lambda self: self.held())
     @rule(
@@ -294,8 +296,14 @@ class JobLifecycle(RuleBasedStateMachine):
         e = self.jobs[job_id]
         error = error_text(job_id, e.attempt, worker, "Boom")
         conn = self.conn(worker)
+        retry = {"ids": [job_id], "tokens": [token], "delays": [delay], "errors": [error]}
+        if e.cancel_asked and not (fatal or e.attempt >= e.max_attempts):
+            # A job asked to stop is not run again: the retry is refused.
+            assert conn.execute(sql.SETTLE_RETRY, retry).fetchall() == []
+            return
         self.end_lease(job_id)
         e.errors += 1
+        e.cancel_asked = False
         if fatal or e.attempt >= e.max_attempts:
             rows = conn.execute(
                 sql.SETTLE_FAILED,
@@ -308,15 +316,7 @@ class JobLifecycle(RuleBasedStateMachine):
             assert [r[0] for r in rows] == [job_id]
             self.to_history(job_id, "failed", worker)
         else:
-            rows = conn.execute(
-                sql.SETTLE_RETRY,
-                {
-                    "ids": [job_id],
-                    "tokens": [token],
-                    "delays": [delay],
-                    "errors": [error],
-                },
-            ).fetchall()
+            rows = conn.execute(sql.SETTLE_RETRY, retry).fetchall()
             e.state = "scheduled" if delay > 0 else "available"
             assert rows == [(job_id, QUEUE, e.state)]
 
@@ -324,6 +324,7 @@ class JobLifecycle(RuleBasedStateMachine):
     @rule(data=st.data(), new_payload=st.booleans())
     def snooze(self, data: st.DataObject, new_payload: bool) -> None:
         worker, job_id, token = data.draw(st.sampled_from(self.held()), label="claim")
+        asked = self.jobs[job_id].cancel_asked
         rows = (
             self.conn(worker)
             .execute(
@@ -337,11 +338,31 @@ class JobLifecycle(RuleBasedStateMachine):
             )
             .fetchall()
         )
+        if asked:  # not run again
+            assert rows == []
+            return
         assert rows == [(job_id, QUEUE, "available")]
         self.end_lease(job_id)
         e = self.jobs[job_id]
         e.state = "available"
         e.attempt -= 1
+
+    @precondition(lambda self: any(self.jobs[h[1]].cancel_asked for h in self.held()))
+    @rule(data=st.data())
+    def stop_on_request(self, data: st.DataObject) -> None:
+        """The worker stopped the handler of a job an operator asked to stop."""
+        asked = [h for h in self.held() if self.jobs[h[1]].cancel_asked]
+        worker, job_id, token = data.draw(st.sampled_from(asked), label="claim")
+        rows = (
+            self.conn(worker)
+            .execute(sql.SETTLE_CANCELLED, {"ids": [job_id], "tokens": [token]})
+            .fetchall()
+        )
+        assert [r[0] for r in rows] == [job_id]
+        e = self.jobs[job_id]
+        e.errors += 1
+        e.cancel_asked = False
+        self.to_history(job_id, "cancelled", self.end_lease(job_id))
 
     def holder(self, data: st.DataObject) -> str:
         return data.draw(st.sampled_from(sorted({w for w, _, _ in self.held()})), label="worker")
@@ -363,8 +384,9 @@ class JobLifecycle(RuleBasedStateMachine):
             )
             .fetchall()
         )
-        assert sorted(r[0] for r in rows) == sorted(claims)
-        for job_id in claims:
+        given_back = sorted(i for i in claims if not self.jobs[i].cancel_asked)
+        assert sorted(r[0] for r in rows) == given_back  # the others stay, to be cancelled
+        for job_id in given_back:
             self.end_lease(job_id)
             e = self.jobs[job_id]
             e.state = "available"
@@ -419,6 +441,7 @@ class JobLifecycle(RuleBasedStateMachine):
         )
         assert [r[0] for r in rows] == [job_id]
         self.to_history(job_id, "succeeded", self.end_lease(job_id))
+        self.jobs[job_id].cancel_asked = False
 
     def reclaimed(self) -> list[tuple[str, int, int]]:
         """Stale claims of jobs that run again now, under a newer claim."""
@@ -450,6 +473,7 @@ class JobLifecycle(RuleBasedStateMachine):
             ("retry", sql.SETTLE_RETRY, {**base, "delays": [0.0], "errors": [error]}),
             ("snoozed", sql.SETTLE_SNOOZED, {**base, "delays": [0.0], "payloads": [None]}),
             ("release", sql.RELEASE, base),
+            ("cancelled", sql.SETTLE_CANCELLED, base),
             ("heartbeat", sql.HEARTBEAT, base),
             ("progress", sql.PROGRESS, {**base, "fractions": [0.5], "messages": ["stale"]}),
         ):
@@ -496,6 +520,12 @@ class JobLifecycle(RuleBasedStateMachine):
         want = []
         for job_id in sorted(expired):
             e = self.jobs[job_id]
+            if e.cancel_asked:  # its worker is gone: cancelled, as it would have settled
+                want.append(("cancelled", job_id, QUEUE))
+                e.errors += 1
+                e.cancel_asked = False
+                self.to_history(job_id, "cancelled", self.end_lease(job_id))
+                continue
             dead = e.rescues + 1 >= MAX_RESCUES or e.attempt >= e.max_attempts
             want.append(("dead" if dead else "revived", job_id, QUEUE))
             worker = self.end_lease(job_id)
@@ -550,7 +580,7 @@ class JobLifecycle(RuleBasedStateMachine):
         ids = data.draw(self.some_ids("live"), label="cancel ids")
         assert self.control_messages() == [], "a control message nobody expected"
         count = ops.cancel_jobs(ids, actor=ACTOR)
-        live = [i for i in ids if self.jobs[i].where == "live"]
+        live = [i for i in ids if self.jobs[i].where == "live" and not self.jobs[i].cancel_asked]
         running = sorted(i for i in live if self.jobs[i].state == "running")
         assert count == len(live)
         assert self.audits_since() == ([("cancel", count)] if count else [])
@@ -560,9 +590,11 @@ class JobLifecycle(RuleBasedStateMachine):
             assert len(told) == 1 and sorted(told[0].pop("ids")) == running, told
             assert told[0] == {"action": "cancel", "by": ACTOR}, told
         for job_id in live:
-            worker = self.end_lease(job_id) if self.jobs[job_id].state == "running" else ""
+            if self.jobs[job_id].state == "running":
+                self.jobs[job_id].cancel_asked = True  # running until its worker stops it
+                continue
             self.jobs[job_id].errors += 1
-            self.to_history(job_id, "cancelled", worker)
+            self.to_history(job_id, "cancelled", "")
 
     def op_retry(self, data: st.DataObject) -> None:
         job_id = data.draw(st.sampled_from(self.ids()), label="retry id")

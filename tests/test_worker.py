@@ -232,14 +232,15 @@ def test_cancel_reaches_a_running_job_within_a_second(workers: Workers, definiti
     ops.cancel_job(job.id, actor="alice")
     started = time.monotonic()
 
-    rec = JobRecord.objects.get(pk=job.id)
-    assert rec.state == "cancelled" and "cancelled by alice" in rec.errors[-1]["message"]
-    wait_for(
-        lambda: "cancelled by alice" in workers.output(),
+    # Running until its handler has stopped, then cancelled by its worker.
+    rec = wait_for(
+        lambda: JobRecord.objects.filter(pk=job.id).first(),
         timeout=2,
-        message="the worker to stop the job",
+        message="the worker to stop the job and settle it",
     )
     assert time.monotonic() - started < 1.5
+    assert rec.state == "cancelled" and "cancelled by alice" in rec.errors[-1]["message"]
+    assert "cancelled by alice" in workers.output()
     wait_for(lambda: WorkerProcess.objects.get().in_flight == 0, timeout=8)
 
 

@@ -135,8 +135,12 @@ class JobContext:
         with transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute(sql.LOCK_OWN_JOB, [self.job_id, self._execution.token])
-                if cursor.fetchone() is None:
+                row = cursor.fetchone()
+                if row is None:
                     raise LeaseLost(f"job {self.job_id} is no longer held by this worker")
+                if row[0]:  # an operator asked it to stop: nothing of it commits
+                    self._execution.cancel("cancelled")
+                    raise LeaseLost(f"job {self.job_id} was cancelled by an operator")
             yield
             with connection.cursor() as cursor:
                 cursor.execute(

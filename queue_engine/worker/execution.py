@@ -21,7 +21,7 @@ from queue_engine.worker.context import JobContext, LeaseLost
 if TYPE_CHECKING:
     from queue_engine.worker.runtime import Worker
 
-OutcomeKind = Literal["succeeded", "retry", "failed", "snoozed", "released", "dropped"]
+OutcomeKind = Literal["succeeded", "retry", "failed", "snoozed", "released", "cancelled", "dropped"]
 
 
 @dataclass(slots=True)
@@ -175,6 +175,8 @@ class Execution:
                 raise  # the worker itself is stopping
             return self._cancelled_outcome()
         except BaseException as exc:
+            if self.cancelled.is_set() and self.cancel_reason == "cancelled":
+                return self._cancelled_outcome()  # however the handler stopped, on request
             return self._outcome_for_error(exc, definition)
         finally:
             self.flush_streams()
@@ -274,7 +276,9 @@ class Execution:
             # An async handler was cancelled cleanly: retry it. A thread cannot be
             # stopped, so it is abandoned and the job dead-lettered.
             return self._failure(error, retryable=self.is_async)
-        return Outcome("dropped", self)  # cancelled elsewhere: the row already moved
+        if self.cancel_reason == "cancelled":
+            return Outcome("cancelled", self)  # an operator asked: the row waits for this
+        return Outcome("dropped", self)  # the lease was lost: the row is someone else's
 
     def _failure(
         self, exc: BaseException, *, retryable: bool, delay: float | None = None

@@ -142,7 +142,7 @@ class Leader:
             revived = sorted({queue for what, _, queue in rows if what == "revived"})
             if revived:
                 await conn.execute(sql.NOTIFY_QUEUES, [revived])
-            dead = [job_id for what, job_id, _ in rows if what == "dead"]
+            dead = [job_id for what, job_id, _ in rows if what in ("dead", "cancelled")]
             if dead:
                 cur = await conn.execute(sql_flows.FLOWS_OF_RECORDS, [dead])
                 flows = [row[0] for row in await cur.fetchall()]
@@ -150,14 +150,13 @@ class Leader:
                     await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
         if flows:  # again after the commit: see the worker's settle
             await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
+        ends = {
+            "revived": "back to available",
+            "dead": "dead-lettered (rescued too often or out of attempts)",
+            "cancelled": "cancelled, as an operator had asked",
+        }
         for what, job_id, _ in rows:
-            log.warning(
-                "job %s: lease expired; %s",
-                job_id,
-                "back to available"
-                if what == "revived"
-                else "dead-lettered (rescued too often or out of attempts)",
-            )
+            log.warning("job %s: lease expired; %s", job_id, ends[what])
 
     async def _release_counted(self, conn: psycopg.AsyncConnection) -> None:
         """Release fan-in children a worker counted down but died before releasing

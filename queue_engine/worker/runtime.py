@@ -52,6 +52,7 @@ PROGRESS = Prepared("qe_progress", sql.PROGRESS)
 SETTLE_SUCCEEDED = Prepared("qe_settle_succeeded", sql.SETTLE_SUCCEEDED)
 SETTLE_SUCCEEDED_FLOW = Prepared("qe_settle_succeeded_flow", sql_flows.SETTLE_SUCCEEDED_FLOW)
 SETTLE_FAILED = Prepared("qe_settle_failed", sql.SETTLE_FAILED)
+SETTLE_CANCELLED = Prepared("qe_settle_cancelled", sql.SETTLE_CANCELLED)
 SETTLE_RETRY = Prepared("qe_settle_retry", sql.SETTLE_RETRY)
 SETTLE_SNOOZED = Prepared("qe_settle_snoozed", sql.SETTLE_SNOOZED)
 RELEASE = Prepared("qe_release", sql.RELEASE)
@@ -525,8 +526,13 @@ class Worker:
                     "tokens": [e.token for e in executions],
                 },
             )
-            held = {row[0] for row in await cur.fetchall()}
+            rows = await cur.fetchall()
+            held = {row[0] for row in rows}
+            # An operator's cancel whose NOTIFY this worker missed: it stops them now.
+            asked = {row[0] for row in rows if row[1]}
         for execution in executions:
+            if execution.job_id in asked and self.inflight.get(execution.job_id) is execution:
+                execution.cancel("cancelled")
             if (
                 execution.job_id not in held
                 and not execution.completed_in_transaction  # ctx.atomic() moved the row
@@ -638,6 +644,7 @@ class SettleBatch:
     retry: list[Outcome] = field(default_factory=list)
     snoozed: list[Outcome] = field(default_factory=list)
     released: list[Outcome] = field(default_factory=list)
+    cancelled: list[Outcome] = field(default_factory=list)
     results: list[Outcome] = field(default_factory=list)
     progress: dict[int, tuple[int, float, str]] = field(default_factory=dict)
     places: list[tuple[str, int, int]] = field(default_factory=list)  # name, sent, place
@@ -654,6 +661,7 @@ class SettleBatch:
             or self.retry
             or self.snoozed
             or self.released
+            or self.cancelled
             or self.results
             or self.progress
         )
@@ -664,7 +672,7 @@ class SettleBatch:
         return sorted(
             {
                 o.execution.flow_id
-                for o in self.succeeded + self.failed + self.results
+                for o in self.succeeded + self.failed + self.cancelled + self.results
                 if o.execution.flow_id is not None
             }
         )
@@ -770,6 +778,10 @@ class SettleBatch:
             )
         if self.released:
             statements.append(("released", RELEASE, self.released, ids_tokens(self.released)))
+        if self.cancelled:
+            statements.append(
+                ("cancelled", SETTLE_CANCELLED, self.cancelled, ids_tokens(self.cancelled))
+            )
         for statement, items in (
             (RECORD_RESULT, [o for o in self.results if o.execution.flow_id is None]),
             (RECORD_RESULT_FLOW, [o for o in self.results if o.execution.flow_id is not None]),
@@ -841,4 +853,11 @@ class SettleBatch:
 
 
 def changed_outcomes(batch: SettleBatch) -> list[Outcome]:
-    return batch.succeeded + batch.failed + batch.retry + batch.snoozed + batch.released
+    return (
+        batch.succeeded
+        + batch.failed
+        + batch.retry
+        + batch.snoozed
+        + batch.released
+        + batch.cancelled
+    )
