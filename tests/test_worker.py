@@ -244,6 +244,21 @@ def test_cancel_reaches_a_running_job_within_a_second(workers: Workers, definiti
     wait_for(lambda: WorkerProcess.objects.get().in_flight == 0, timeout=8)
 
 
+def test_a_cancel_whose_notify_was_missed_is_caught_by_the_heartbeat(workers: Workers) -> None:
+    QueueConfig.objects.update_or_create(name="slow", defaults={"lock_duration": 3})
+    job = jobs.cooperative.enqueue(seconds=30)
+    workers.start("--queues", "slow")
+    wait_for(lambda: Job.objects.filter(pk=job.id, state="running").exists())
+
+    # What ops.cancel_job writes, without the NOTIFY the worker would have had.
+    with connection.cursor() as cursor:
+        cursor.execute(sql.OPS_REQUEST_CANCEL, {"ids": [job.id], "actor": "alice"})
+
+    # Its next heartbeat (a second, with a 3 s lease) tells the worker to stop it.
+    rec = wait_for(lambda: JobRecord.objects.filter(pk=job.id).first(), timeout=5)
+    assert rec.state == "cancelled" and "cancelled by alice" in rec.errors[-1]["message"]
+
+
 def test_a_live_worker_whose_registration_was_swept_registers_again(workers: Workers) -> None:
     workers.start("--queues", "slow")
     wait_for(lambda: WorkerProcess.objects.exists(), timeout=30)
