@@ -699,9 +699,23 @@ UPDATE queue_engine_job SET state = 'available', run_at = now()
 RETURNING id, queue
 """
 
+
 # Redrive ended jobs back into the live table with fresh attempts. Errors are
 # kept for the record. A dedup key already held by a live job (or by an earlier
 # job in the same batch) is dropped so the redrive cannot collide.
+def back_to_live(rows: str, counter: str) -> str:
+    """The columns dedup_key to meta of ended jobs going back to the live table (a
+    redrive, a flow's requeue), read from `rows`, which numbers each (kind, dedup key)
+    in `nth`: the dedup key only if no live job (nor an earlier row) holds it, and the
+    meta without an operator's stop request, with `counter` counted up."""
+    return f"""CASE WHEN dedup_key IS NULL OR nth > 1 OR EXISTS (
+                SELECT 1 FROM queue_engine_job l WHERE l.kind = {rows}.kind
+                   AND l.dedup_key = {rows}.dedup_key) THEN NULL ELSE dedup_key END,
+       group_key, labels, flow_id, node_key,
+       (meta - 'cancel_requested')
+           || jsonb_build_object('{counter}', COALESCE((meta->>'{counter}')::int, 0) + 1)"""
+
+
 OPS_REDRIVE = f"""
 WITH locked AS (
     SELECT r.id FROM queue_engine_jobrecord r
@@ -718,12 +732,7 @@ WITH locked AS (
 )
 INSERT INTO queue_engine_job ({MOVED}, state, pending_deps)
 SELECT id, queue, kind, name, priority, payload, 0, max_attempts, backoff, errors,
-       CASE WHEN dedup_key IS NULL OR nth > 1 OR EXISTS (
-                SELECT 1 FROM queue_engine_job l WHERE l.kind = gone.kind
-                   AND l.dedup_key = gone.dedup_key) THEN NULL ELSE dedup_key END,
-       group_key, labels, flow_id, node_key,
-       (meta - 'cancel_requested')
-           || jsonb_build_object('redriven', COALESCE((meta->>'redriven')::int, 0) + 1),
+       {back_to_live("gone", "redriven")},
        NULL, '', 0, now(), created_at, NULL, 'available', 0
   FROM gone
 RETURNING id, queue

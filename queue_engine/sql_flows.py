@@ -1,6 +1,6 @@
 """Flow statements: submit, release dependants on settle, keep flow state true."""
 
-from queue_engine.sql import MOVED, SUCCEEDED_DONE, SUCCEEDED_MOVE, at
+from queue_engine.sql import MOVED, SUCCEEDED_DONE, SUCCEEDED_MOVE, at, back_to_live
 
 INSERT_FLOW = """
 INSERT INTO queue_engine_flow (name, default_priority, meta, rerun_of)
@@ -275,12 +275,7 @@ WITH gone AS (
 )
 INSERT INTO queue_engine_job ({MOVED}, state, pending_deps)
 SELECT id, queue, kind, name, priority, payload, 0, max_attempts, backoff, errors,
-       CASE WHEN dedup_key IS NULL OR nth > 1 OR EXISTS (
-                SELECT 1 FROM queue_engine_job l WHERE l.kind = numbered.kind
-                   AND l.dedup_key = numbered.dedup_key) THEN NULL ELSE dedup_key END,
-       group_key, labels, flow_id, node_key,
-       (meta - 'cancel_requested')
-           || jsonb_build_object('requeued', COALESCE((meta->>'requeued')::int, 0) + 1),
+       {back_to_live("numbered", "requeued")},
        NULL, '', 0, now(), created_at, NULL, 'blocked', 0
   FROM numbered
 RETURNING id

@@ -109,6 +109,20 @@ def test_pause_stops_claims_within_a_second_and_resume_restarts_them(workers: Wo
 # --- Django admin ------------------------------------------------------------------------
 
 
+# The admin's change form of a queue: paused, a cap of 5 and a 30 s lease.
+QUEUE_FORM = {
+    "paused": "on",
+    "max_concurrency": "5",
+    "rate_limit": "",
+    "rate_window": "60",
+    "lock_duration": "30",
+    "group_concurrency": "",
+    "retain_succeeded": "86400",
+    "retain_failed": "604800",
+    "retain_cancelled": "86400",
+}
+
+
 @pytest.fixture
 def viewer(db: None) -> Client:
     """A staff user who may look at everything in the admin but operate nothing."""
@@ -127,20 +141,7 @@ def viewer(db: None) -> Client:
 def test_admin_edits_queue_settings_through_ops(admin_client: Client) -> None:
     QueueConfig.objects.create(name="emails")
 
-    response = admin_client.post(
-        "/admin/queue_engine/queueconfig/emails/change/",
-        {
-            "paused": "on",
-            "max_concurrency": "5",
-            "rate_limit": "",
-            "rate_window": "60",
-            "lock_duration": "30",
-            "group_concurrency": "",
-            "retain_succeeded": "86400",
-            "retain_failed": "604800",
-            "retain_cancelled": "86400",
-        },
-    )
+    response = admin_client.post("/admin/queue_engine/queueconfig/emails/change/", QUEUE_FORM)
 
     assert response.status_code == 302
     config = QueueConfig.objects.get(name="emails")
@@ -175,17 +176,6 @@ def editor(db: None) -> Client:
 def test_the_admin_form_pauses_and_disables_only_for_operators(editor: Client) -> None:
     QueueConfig.objects.create(name="emails")
     schedule = schedules.upsert_cron("nightly", jobs.noop, cron="0 3 * * *")
-    queue_form = {
-        "paused": "on",
-        "max_concurrency": "5",
-        "rate_limit": "",
-        "rate_window": "60",
-        "lock_duration": "30",
-        "group_concurrency": "",
-        "retain_succeeded": "86400",
-        "retain_failed": "604800",
-        "retain_cancelled": "86400",
-    }
     schedule_form = {
         "kind": "tests.noop",
         "cron": "0 4 * * *",
@@ -197,7 +187,7 @@ def test_the_admin_form_pauses_and_disables_only_for_operators(editor: Client) -
         "missed_fire_policy": "run_once",
     }  # "enabled" left out: unticked, it would disable the schedule
 
-    queued = editor.post("/admin/queue_engine/queueconfig/emails/change/", queue_form)
+    queued = editor.post("/admin/queue_engine/queueconfig/emails/change/", QUEUE_FORM)
     scheduled = editor.post(f"/admin/queue_engine/schedule/{schedule.pk}/change/", schedule_form)
 
     assert queued.status_code == scheduled.status_code == 302
