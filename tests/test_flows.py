@@ -404,7 +404,11 @@ def test_cancel_cascades_to_dependants_and_cancel_flow(workers: Workers) -> None
     wait_for(lambda: Job.objects.filter(pk=slow.id, state="running").exists())
 
     assert ops.cancel_jobs([slow.id], actor="ops") == 3
+    # Its dependants end at once; the running node once its handler has stopped.
+    assert not Job.objects.filter(flow_id=flow_id, node_key__in=["child", "grandchild"]).exists()
+    wait_for(lambda: JobRecord.objects.filter(pk=slow.id, state="cancelled").exists(), timeout=5)
     assert set(Job.objects.filter(flow_id=flow_id).values_list("node_key", flat=True)) == {"other"}
+    assert FlowRow.objects.get(pk=flow_id).state == "running"  # "other" still runs
 
     assert ops_flows.cancel_flow(flow_id, actor="ops") == 1
     flow_state(flow_id, "cancelled")
