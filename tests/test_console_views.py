@@ -438,6 +438,7 @@ def test_a_running_job_asked_to_stop_says_so(operator: Client, data: ConsoleData
 
     assert Job.objects.get(pk=data.running.id).state == "running"
     assert 'id="job-stopping"' in page and "its worker is stopping it" in page
+    assert 'value="cancel"' not in page  # asked already: no second cancel offered
 
 
 def test_bulk_cancel_and_remove(operator: Client, data: ConsoleData) -> None:

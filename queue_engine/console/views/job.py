@@ -43,7 +43,10 @@ def state_context(job: Job | JobRecord) -> dict[str, Any]:
         "job": job,
         "ended": isinstance(job, JobRecord),
         "timings": timings(job),
-        "job_actions": available_actions(job.state),
+        # A running job asked to stop already has nothing left to offer: it is ending.
+        "job_actions": []
+        if job.state == "running" and "cancel_requested" in (job.meta or {})
+        else available_actions(job.state),
     }
 
 
