@@ -79,11 +79,11 @@ def cancel_jobs(ids: list[int], *, actor: Any = None, audited: bool = True) -> i
     with transaction.atomic(), connection.cursor() as cursor:
         ids = _with_dependants(cursor, ids)
         params: dict[str, Any] = {"ids": ids, "actor": actor_name(actor)}
-        cursor.execute(sql.OPS_CANCEL, params)
+        cursor.execute(sql.OPS_CANCEL, params)  # the waiting ones
         rows = cursor.fetchall()
-        cursor.execute(sql.OPS_REQUEST_CANCEL, params)
+        cursor.execute(sql.OPS_REQUEST_CANCEL, params)  # the running ones
         running = [r[0] for r in cursor.fetchall()]
-        rows += [(job_id, "running") for job_id in running]
+        rows += [(job_id,) for job_id in running]
         if running:
             cursor.execute(
                 sql.NOTIFY_CONTROL,

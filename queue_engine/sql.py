@@ -676,7 +676,7 @@ SELECT id, queue, kind, name, priority, payload, attempt, max_attempts, backoff,
        dedup_key, group_key, labels, flow_id, node_key, meta, progress, progress_message,
        rescues, run_at, created_at, started_at, 'cancelled', COALESCE(lease_owner, ''), now()
   FROM gone
-RETURNING id, (SELECT state FROM gone g WHERE g.id = queue_engine_jobrecord.id)
+RETURNING id
 """
 
 # A running job is asked to stop: it stays running, its slot still counted under
