@@ -343,8 +343,21 @@ WITH configs AS (
       FROM claimed JOIN q ON q.name = claimed.queue
      WHERE q.rate_limit IS NOT NULL
      GROUP BY claimed.queue
+), held AS (
+    -- Queues this claim read candidates of and left some (a cap, a busy key's room, the
+    -- rate limit) while it took fewer jobs than it wanted. The worker claims again soon
+    -- (worker/runtime.py, HELD_BACK_FIRST) instead of at its next poll: the next claim
+    -- passes over the keys this one filled. Counted from what the claim already holds:
+    -- a look into the queue for more work, under the queue's lock, cost every claim of
+    -- drain_with_limits 10 ms.
+    SELECT c.queue FROM candidates c
+     WHERE (SELECT count(*) FROM picked) < %(limit)s
+       AND c.id <> ALL(ARRAY(SELECT id FROM picked))
+     GROUP BY c.queue
 )
 SELECT * FROM claimed
+ UNION ALL  -- one marker row per such queue: no id, the queue in its place
+SELECT NULL, NULL, h.queue, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM held h
 """
 
 # After a lost connection: the rows a claim with this token took if its commit

@@ -165,3 +165,33 @@ def test_a_key_held_at_zero_does_not_starve_the_other_keys(
     wait_for(lambda: JobRecord.objects.filter(pk__in=others).count() == len(others), timeout=15)
 
     assert not JobRecord.objects.filter(pk__in=held).exists()
+
+
+# A claim reads twice its free slots as candidates. Here all of them belong to the busy
+# key, which has room for one: the claim takes that one and comes up short while other
+# keys have work. The worker must claim again at once (the next claim passes the busy
+# key over), not at its next poll or when the busy job ends.
+@pytest.mark.parametrize("queue_cap", [None, 50], ids=["keys-only", "queue-capped-too"])
+def test_a_busy_key_at_the_head_does_not_hold_the_other_keys_for_a_poll(
+    workers: Workers, executions: None, queue_cap: int | None
+) -> None:
+    QueueConfig.objects.update_or_create(
+        name="grouped", defaults={"group_concurrency": 1, "max_concurrency": queue_cap}
+    )
+    busy = jobs.grouped.enqueue_many([{"key": "busy", "pause": 3.0}] * 20)
+    others = jobs.grouped.enqueue_many([{"key": f"k{i}", "pause": 0} for i in range(3)])
+
+    workers.start("--queues", "grouped", "--concurrency", "4", "--poll-interval", "10")
+    wait_for(lambda: JobRecord.objects.filter(pk__in=others).count() == len(others), timeout=15)
+
+    first_busy = wait_for(
+        lambda: (
+            Job.objects.filter(pk__in=busy, state="running")
+            .values_list("started_at", flat=True)
+            .first()
+        ),
+        timeout=5,
+    )
+    started = JobRecord.objects.filter(pk__in=others).values_list("started_at", flat=True)
+    waited = max((s - first_busy).total_seconds() for s in started)
+    assert waited < 1.0, f"the other keys started {waited:.2f} s after the busy key's first job"

@@ -30,6 +30,11 @@ log = logging.getLogger("queue_engine.worker")
 
 MAX_EVENT_IDS = 200  # ids per console hint; NOTIFY payloads stay far below 8000 bytes
 LANES = 2
+# A claim that took fewer jobs than it wanted while its queues still held runnable work
+# (a cap, a busy key's candidates, rows other claimers had locked: sql.CLAIM's `held`)
+# is followed by another this soon, not at the next poll; the wait doubles while such
+# claims come back empty, up to the poll interval.
+HELD_BACK_FIRST = 0.01
 
 # The claim lanes' sessions. Their statements are prepared once per connection (see
 # worker/script.py) and each is planned once too, not for every call: under the default
@@ -102,6 +107,8 @@ class Worker:
         # worker is idle, so an idle worker wakes a few times a second, not 24.
         self.busy = asyncio.Event()
         self.maybe_more = True
+        self.held_back_delay: float | None = None
+        self._held_back_timer: asyncio.TimerHandle | None = None
         self.stopping = False
         self.finished = False
         self.deadline: float | None = None
@@ -261,8 +268,12 @@ class Worker:
                 rows, token = await self._settle_and_claim(conn, outcomes, want)
             finally:
                 self.reserved -= want
+            held = [row for row in rows if row[0] is None]  # sql.CLAIM's `held` markers
+            if held:
+                rows = [row for row in rows if row[0] is not None]
             if want:
                 self.maybe_more = len(rows) >= want
+                self._held_back(bool(held), bool(rows))
             if any(
                 o.execution.flow_id is not None
                 or (o.kind in ("retry", "snoozed", "released") and o.delay <= 0)
@@ -273,6 +284,27 @@ class Worker:
                 self._start(row, token)
             if rows:
                 await asyncio.sleep(0)  # let quick handlers finish: their settle joins this batch
+
+    def _held_back(self, held: bool, claimed: bool) -> None:
+        """After a claim: if it left work it could not take, claim again soon."""
+        if self._held_back_timer is not None:
+            self._held_back_timer.cancel()
+            self._held_back_timer = None
+        if not held:
+            self.held_back_delay = None
+            return
+        if claimed or self.held_back_delay is None:
+            self.held_back_delay = HELD_BACK_FIRST
+        else:
+            self.held_back_delay = min(self.held_back_delay * 2, self.options.poll_interval)
+        self._held_back_timer = asyncio.get_running_loop().call_later(
+            self.held_back_delay, self._claim_again
+        )
+
+    def _claim_again(self) -> None:
+        self._held_back_timer = None
+        self.maybe_more = True
+        self.wakeup.set()
 
     def _finish(self) -> None:
         self.finished = True
