@@ -57,6 +57,8 @@ SKIPPED_BECAUSE: dict[Action, str] = {
 }
 # ops.retry_jobs leaves these out: their dependants counted them when they succeeded.
 SUCCEEDED_FLOW_NODES = "succeeded as flow nodes, which run again only with their flow"
+# ops.cancel_jobs leaves these out: they were told to stop already.
+ALREADY_STOPPING = "running and already asked to stop"
 
 VERBS: dict[Action, str] = {
     "cancel": "Cancel",
@@ -109,16 +111,18 @@ def plan(action: Action, ids: list[int]) -> Plan:
     result = Plan(action)
     by_state: Counter[str] = Counter()
     skipped = 0
-    flow_nodes: set[int] = set()
+    left_out: set[int] = set()  # accepted by state, left out by ops all the same
     if action == "retry":
-        flow_nodes = queries.succeeded_flow_nodes(
-            [i for i, s in states.items() if s == "succeeded"]
-        )
-        if flow_nodes:
-            result.skipped.append((len(flow_nodes), SUCCEEDED_FLOW_NODES))
+        left_out = queries.succeeded_flow_nodes([i for i, s in states.items() if s == "succeeded"])
+        if left_out:
+            result.skipped.append((len(left_out), SUCCEEDED_FLOW_NODES))
+    elif action == "cancel":
+        left_out = queries.stopping_jobs([i for i, s in states.items() if s == "running"])
+        if left_out:
+            result.skipped.append((len(left_out), ALREADY_STOPPING))
     for job_id in ids:
         state = states.get(job_id)
-        if job_id in flow_nodes:
+        if job_id in left_out:
             continue
         if state in effects:
             result.ids.append(job_id)

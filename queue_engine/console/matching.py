@@ -120,6 +120,15 @@ def plan(action: actions.Action, params: dict[str, str], upto: int | None = None
             if flow_nodes:
                 by_state["succeeded"] -= flow_nodes
                 result.skipped.append((flow_nodes, actions.SUCCEEDED_FLOW_NODES))
+        if action == "cancel" and Job in _models(params):
+            stopping = (
+                _matching(Job, params, upto)
+                .filter(state="running", meta__has_key="cancel_requested")
+                .count()
+            )
+            if stopping:
+                by_state["running"] -= stopping
+                result.skipped.append((stopping, actions.ALREADY_STOPPING))
     skipped = sum(n for state, n in by_state.items() if state not in effects)
     result.changes = [
         (n, state, effects[state])
@@ -141,6 +150,8 @@ def batches(action: actions.Action, params: dict[str, str], upto: int) -> Iterat
             matching = _matching(model, params, upto).filter(id__gt=after, state__in=states)
             if action == "retry" and model is JobRecord:
                 matching = matching.exclude(state="succeeded", flow_id__isnull=False)
+            if action == "cancel" and model is Job:
+                matching = matching.exclude(state="running", meta__has_key="cancel_requested")
             ids = list(matching.order_by("id").values_list("id", flat=True)[:BATCH])
             if not ids:
                 break

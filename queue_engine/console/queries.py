@@ -373,6 +373,12 @@ def job_states(ids: list[int]) -> dict[int, str]:
     return states
 
 
+def stopping_jobs(ids: list[int]) -> set[int]:
+    """Those of these jobs running and already asked to stop (cancel leaves them out)."""
+    found = Job.objects.filter(pk__in=ids, state="running", meta__has_key="cancel_requested")
+    return set(found.values_list("id", flat=True))
+
+
 def succeeded_flow_nodes(ids: list[int]) -> set[int]:
     """Those of these jobs that succeeded as flow nodes (retry leaves them out)."""
     found = JobRecord.objects.filter(pk__in=ids, state="succeeded", flow_id__isnull=False)
