@@ -251,6 +251,7 @@ class JobLifecycle(RuleBasedStateMachine):
         }
         with conn.transaction():  # as runtime's settle-and-claim does
             rows = conn.execute(sql.CLAIM, claim).fetchall()
+        rows = [r for r in rows if r[0] is not None]  # not the `held` markers
         got = sorted(r[0] for r in rows)
         available = self.ids("live", "available")
         assert len(got) == min(limit, len(available)), (got, available)
