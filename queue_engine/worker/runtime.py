@@ -30,10 +30,10 @@ log = logging.getLogger("queue_engine.worker")
 
 MAX_EVENT_IDS = 200  # ids per console hint; NOTIFY payloads stay far below 8000 bytes
 LANES = 2
-# A claim that took fewer jobs than it wanted while its queues still held runnable work
-# (a cap, a busy key's candidates, rows other claimers had locked: sql.CLAIM's `held`)
-# is followed by another this soon, not at the next poll; the wait doubles while such
-# claims come back empty, up to the poll interval.
+# A claim that took fewer jobs than it wanted and left some of its candidates behind
+# (a cap, a busy key's room, the rate limit: sql.CLAIM's `held`) is followed by another
+# this soon, not at the next poll; the wait doubles while such claims come back empty,
+# up to the poll interval.
 HELD_BACK_FIRST = 0.01
 
 # The claim lanes' sessions. Their statements are prepared once per connection (see
