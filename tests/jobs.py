@@ -180,6 +180,14 @@ def atomic_writer(ctx: Any, key: str, stall: float = 0.0) -> str:
     return key
 
 
+@job(kind="tests.atomic_hold", queue="slow")
+def atomic_hold(ctx: Any, seconds: float) -> str:
+    """Hold its own job row locked in ctx.atomic() for `seconds`: a long transaction."""
+    with ctx.atomic():
+        time.sleep(seconds)
+    return "held"
+
+
 @job(kind="tests.atomic_node", queue="flows")
 def atomic_node(ctx: Any, label: str) -> dict[str, Any]:
     """A flow node that completes inside ctx.atomic(), then returns its output."""

@@ -321,6 +321,27 @@ def test_atomic_block_of_a_cancelled_job_commits_nothing(
     assert JobRecord.objects.get(pk=job.id).state == "cancelled"
 
 
+def test_a_long_atomic_block_does_not_cost_the_other_jobs_their_leases(
+    workers: Workers,
+) -> None:
+    """A handler's transaction holds its job row for longer than a lease: the worker's
+    heartbeat renews its other jobs meanwhile instead of waiting for that row."""
+    QueueConfig.objects.create(name="slow", lock_duration=2)
+    hold = jobs.atomic_hold.enqueue(seconds=6)
+    other = jobs.cooperative.enqueue(seconds=6)
+    workers.start("--queues", "slow", "--concurrency", "2")
+    wait_for(lambda: Job.objects.filter(state="running").count() == 2)
+
+    held, ran = (
+        record(hold.id),
+        wait_for(lambda: JobRecord.objects.filter(pk=other.id).first(), timeout=20),
+    )
+
+    assert (held.state, held.result, held.attempt) == ("succeeded", "held", 1)
+    assert (ran.state, ran.result, ran.attempt, ran.rescues) == ("succeeded", "finished", 1, 0)
+    assert "lease lost" not in workers.output()
+
+
 def test_sigterm_lets_short_jobs_finish_and_releases_long_ones(workers: Workers) -> None:
     long_job = jobs.async_sleeper.enqueue(seconds=60)
     short_job = jobs.cooperative.enqueue(seconds=1)

@@ -626,8 +626,8 @@ class Worker:
                     )
                 if progress:
                     ids = list(progress)
-                    await conn.execute(
-                        sql.PROGRESS,
+                    cur = await conn.execute(
+                        sql.PROGRESS_UNLOCKED,
                         {
                             "ids": ids,
                             "tokens": [progress[i][0] for i in ids],
@@ -635,12 +635,17 @@ class Worker:
                             "messages": [progress[i][2] for i in ids],
                         },
                     )
+                    written.clear()
+                    written.update(row[0] for row in await cur.fetchall())
 
+        written: set[int] = set()
         if logs or progress:
             try:
                 await self.aux.run(write, what="write logs", attempts=3)
             except psycopg.Error:
                 log.warning("dropped %d log line(s) after repeated failures", len(logs))
+            else:
+                self._report_again(progress, written)
         # After the commit, in a transaction that writes nothing: no WAL flush to wait for
         # while holding the notify lock. Hints only: lost, the console catches up on its
         # next refresh.
@@ -648,6 +653,20 @@ class Worker:
             await self.aux.run(
                 lambda conn: conn.execute(sql.NOTIFY_EVENTS, [hints]), what="hint", attempts=1
             )
+
+    def _report_again(self, progress: dict[int, tuple[int, float, str]], written: set[int]) -> None:
+        """Progress the flush could not write (its row locked, PROGRESS_UNLOCKED) goes
+        with the next flush, unless a newer report replaced it or the job has ended (its
+        settle carried the report)."""
+        for job_id, report in progress.items():
+            execution = self.inflight.get(job_id)
+            if (
+                job_id not in written
+                and job_id not in self.progress
+                and execution is not None
+                and execution.token == report[0]
+            ):
+                self.progress[job_id] = report
 
     async def _watchdog_loop(self) -> None:
         while True:
