@@ -837,10 +837,20 @@ def test_console_pages_run_under_the_statement_timeout(viewer: Client, db: None)
         if "queue_engine_workerprocess" in sql:  # the page's own queries
             with connection.cursor() as cursor:
                 cursor.execute("SHOW statement_timeout")
-                seen.append(cursor.fetchone()[0])
+                timeout = cursor.fetchone()[0]
+                cursor.execute("SHOW jit")
+                seen.append((timeout, cursor.fetchone()[0]))
         return execute(sql, params, many, context)
 
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        default_jit = cursor.fetchone()[0]
     with connection.execute_wrapper(record):
         viewer.get("/workers/")
 
-    assert seen and set(seen) == {"3s"}
+    # JIT off too: compiling a plan a big table's estimates call expensive takes longer
+    # than a console query runs.
+    assert seen and set(seen) == {("3s", "off")}
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == default_jit, "the connection gets its default back"

@@ -10,6 +10,7 @@ a pool). Confirmations and the jobs list also time-limit their own queries
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from queue_engine.conf import option
+
+log = logging.getLogger(__name__)
 
 TIMED = "_queue_engine_statement_timeout"
 
@@ -33,6 +36,7 @@ class ConsoleStatementTimeout:
             if getattr(request, TIMED, False):
                 with contextlib.suppress(DatabaseError), connection.cursor() as cursor:
                     cursor.execute("RESET statement_timeout")
+                    cursor.execute("RESET jit")
 
     def process_view(
         self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any
@@ -41,8 +45,16 @@ class ConsoleStatementTimeout:
         if match is None or match.app_name != "console":
             return
         milliseconds = int(float(option("CONSOLE_STATEMENT_TIMEOUT")) * 1000)
+        # JIT off as well: it compiles any plan its estimate calls expensive, which a
+        # console query over a big table's guessed row counts can be, and compiling
+        # takes longer than these queries run (the workers turn it off for the same
+        # reason, worker/store.py).
         with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('statement_timeout', %s, false)", [str(milliseconds)])
+            cursor.execute(
+                "SELECT set_config('statement_timeout', %s, false),"
+                " set_config('jit', 'off', false)",
+                [str(milliseconds)],
+            )
         setattr(request, TIMED, True)
 
     def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
@@ -50,6 +62,11 @@ class ConsoleStatementTimeout:
             return None
         if "statement timeout" not in str(exc):
             return None
+        log.warning(
+            "console %s: a query ran past CONSOLE_STATEMENT_TIMEOUT (%ss); answered 503",
+            request.path,
+            option("CONSOLE_STATEMENT_TIMEOUT"),
+        )
         return render(
             request,
             "console/timeout.html",
