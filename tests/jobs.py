@@ -180,6 +180,15 @@ def atomic_writer(ctx: Any, key: str, stall: float = 0.0) -> str:
     return key
 
 
+@job(kind="tests.report_once", queue="slow")
+def report_once(ctx: Any, before: float, after: float) -> str:
+    """One progress report, `before` seconds in; then `after` seconds more."""
+    ctx.sleep(before)
+    ctx.progress(0.5, "halfway")
+    ctx.sleep(after)
+    return "reported"
+
+
 @job(kind="tests.atomic_hold", queue="slow")
 def atomic_hold(ctx: Any, seconds: float) -> str:
     """Hold its own job row locked in ctx.atomic() for `seconds`: a long transaction."""

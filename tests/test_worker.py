@@ -6,6 +6,7 @@ import signal
 import time
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 from django.db import connection
 from django.utils import timezone
@@ -222,6 +223,26 @@ def test_the_last_progress_report_outlives_a_fast_finish(workers: Workers) -> No
     }
 
 
+def test_a_progress_report_on_a_row_held_elsewhere_is_written_when_it_is_free(
+    workers: Workers, other_connection: psycopg.Connection
+) -> None:
+    """The flusher passes over a row another transaction holds, so that it never waits
+    behind one, and writes the report with a later flush."""
+    job = jobs.report_once.enqueue(before=1.0, after=6.0)
+    workers.start("--queues", "slow")
+    wait_for(lambda: Job.objects.filter(pk=job.id, state="running").exists())
+
+    with other_connection.transaction():
+        other_connection.execute(
+            "SELECT 1 FROM queue_engine_job WHERE id = %s FOR UPDATE", [job.id]
+        )
+        time.sleep(2.5)  # the report comes 1 s in, while the row is held
+        assert Job.objects.get(pk=job.id).progress is None
+
+    live = wait_for(lambda: Job.objects.filter(pk=job.id, progress=0.5).first(), timeout=2)
+    assert (live.state, live.progress_message) == ("running", "halfway")
+
+
 @pytest.mark.parametrize("definition", [jobs.cooperative, jobs.async_sleeper])
 def test_cancel_reaches_a_running_job_within_a_second(workers: Workers, definition) -> None:  # type: ignore[no-untyped-def]
     job = definition.enqueue(seconds=30)
@@ -326,9 +347,9 @@ def test_a_long_atomic_block_does_not_cost_the_other_jobs_their_leases(
 ) -> None:
     """A handler's transaction holds its job row for longer than a lease: the worker's
     heartbeat renews its other jobs meanwhile instead of waiting for that row."""
-    QueueConfig.objects.create(name="slow", lock_duration=2)
-    hold = jobs.atomic_hold.enqueue(seconds=6)
-    other = jobs.cooperative.enqueue(seconds=6)
+    QueueConfig.objects.create(name="slow", lock_duration=3)  # a beat each second
+    hold = jobs.atomic_hold.enqueue(seconds=8)
+    other = jobs.cooperative.enqueue(seconds=8)
     workers.start("--queues", "slow", "--concurrency", "2")
     wait_for(lambda: Job.objects.filter(state="running").count() == 2)
 
