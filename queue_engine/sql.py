@@ -196,16 +196,16 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 # - A limited queue's room (its fleet-wide cap minus running jobs, its rate limit
 #   minus starts in the window) is guessed first without a lock, to bound how many
 #   candidates are read and row-locked. Then, with the candidates read and ranked,
-#   the queue's advisory lock is taken and the room counted again under it
-#   (queue_engine_queue_room(), migration 0011, in `locked`): claimers of a limited
-#   queue take turns only for the group count, the pick and the UPDATE, and each
+#   queue_engine_limited_rooms() (migration 0020, in `rooms`) takes the queue's advisory
+#   lock and counts its running jobs once, by group key, with a fresh snapshot: that
+#   count gives the queue's room (a row with no key) and its keys' rooms. Claimers of
+#   a limited queue take turns only for that count, the pick and the UPDATE, and each
 #   counts the others' committed claims.
-# - Group (per-key) caps: queue_engine_group_rooms() (migrations 0015, 0016), called once
-#   with every key among the candidates, counts each key's running jobs with a fresh
-#   snapshot. For a limited queue it takes the queue's lock first (re-entrant: the
-#   later queue_engine_queue_room() call does not wait again). For any other queue it
-#   try-locks each key: a key another claimer is deciding on gets no room, so busy
-#   claimers take other keys' work instead of waiting.
+# - Group (per-key) caps of a queue without a cap or a rate limit:
+#   queue_engine_group_rooms() (migrations 0015, 0016), called once with every such key
+#   among the candidates, try-locks each key and counts its running jobs with a fresh
+#   snapshot: a key another claimer is deciding on gets no room, so busy claimers take
+#   other keys' work instead of waiting.
 # - Keys already at their cap (counted without a lock, in q.full_keys) are passed over
 #   when candidates are read: a busy key's backlog would otherwise fill every claim's
 #   candidates and starve the other keys. Their waiting jobs are still walked in the
@@ -216,7 +216,6 @@ CLAIM = """
 WITH configs AS (
     SELECT c.* FROM queue_engine_queueconfig c
      WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
-     ORDER BY c.name  -- capped queues are locked in name order: no deadlock
 ), q AS (
     SELECT c.name, c.lock_duration, c.group_concurrency, c.rate_limit, c.max_concurrency,
            c.rate_window,
@@ -266,7 +265,13 @@ WITH configs AS (
                AND (q.full_keys IS NULL OR group_key IS NULL
                     OR group_key <> ALL(q.full_keys))
              ORDER BY priority DESC, run_at, id
-             LIMIT CASE WHEN q.grouped THEN q.room_guess * 2 ELSE q.room_guess END
+             -- Twice the room where keys are try-locked (another claimer may hold some
+             -- for now). A limited queue reads only its room, as every extra row is
+             -- locked and ranked while its claimers wait: a key with less room than
+             -- jobs among them leaves the claim short, and the worker claims again in
+             -- 10 ms (`held`), passing over the keys this one filled.
+             LIMIT CASE WHEN q.grouped AND NOT q.limited THEN q.room_guess * 2
+                        ELSE q.room_guess END
                FOR UPDATE SKIP LOCKED
            ) j
      WHERE q.room_guess > 0
@@ -276,16 +281,30 @@ WITH configs AS (
                               ORDER BY c.priority DESC, c.run_at, c.id) AS nth_in_group
       FROM candidates c
 ), keys AS (
-    SELECT array_agg(queue) AS queues, array_agg(group_key) AS keys,
-           array_agg(group_concurrency) AS defaults,
+    -- The candidates' keys: those of limited queues are counted under the queues' locks
+    -- (limited_rooms), the others under try-locks of their own (group_rooms).
+    SELECT array_agg(queue) FILTER (WHERE NOT limited) AS queues,
+           array_agg(group_key) FILTER (WHERE NOT limited) AS keys,
+           array_agg(group_concurrency) FILTER (WHERE NOT limited) AS defaults,
+           COALESCE(array_agg(queue) FILTER (WHERE limited), '{}') AS limited_queues,
+           COALESCE(array_agg(group_key) FILTER (WHERE limited), '{}') AS limited_keys,
+           COALESCE(array_agg(group_concurrency) FILTER (WHERE limited), '{}')
+               AS limited_defaults,
            (SELECT array_agg(DISTINCT c.queue) FROM candidates c WHERE c.limited) AS locked
-      FROM (SELECT DISTINCT queue, group_key, group_concurrency FROM candidates
+      FROM (SELECT DISTINCT queue, group_key, group_concurrency, limited FROM candidates
              WHERE grouped AND group_key IS NOT NULL) d
 ), rooms AS (
     SELECT g.* FROM keys k
-     CROSS JOIN LATERAL queue_engine_group_rooms(k.queues, k.keys, k.defaults,
-                                                 COALESCE(k.locked, '{}')) g
+     CROSS JOIN LATERAL queue_engine_group_rooms(k.queues, k.keys, k.defaults, '{}') g
      WHERE k.queues IS NOT NULL
+    UNION ALL
+    -- A limited queue's keys, and the queue itself (a row with no key): taken only now,
+    -- with the candidates read and ranked, so that claimers of a limited queue wait for
+    -- each other only for the count, the pick and the UPDATE.
+    SELECT g.* FROM keys k
+     CROSS JOIN LATERAL queue_engine_limited_rooms(k.locked, %(limit)s::int, k.limited_queues,
+                                                   k.limited_keys, k.limited_defaults) g
+     WHERE k.locked IS NOT NULL
 ), eligible AS (
     SELECT r.*,
            row_number() OVER (PARTITION BY r.queue
@@ -293,18 +312,9 @@ WITH configs AS (
       FROM ranked r
       LEFT JOIN rooms g ON g.queue = r.queue AND g.group_key = r.group_key
      WHERE NOT r.grouped OR r.group_key IS NULL OR r.nth_in_group <= g.room
-), locked AS (
-    -- A limited queue's room, counted under its lock; taken only now, with the
-    -- candidates read and ranked (the first eligible row needs all of its queue's), so
-    -- that claimers of a capped queue wait for each other only for the pick and the
-    -- UPDATE.
-    SELECT q.name, queue_engine_queue_room(q.name, %(limit)s::int, q.max_concurrency,
-                                           q.rate_limit, q.rate_window) AS room
-      FROM q
-     WHERE q.limited AND EXISTS (SELECT 1 FROM eligible e WHERE e.queue = q.name)
 ), picked AS (
     SELECT e.id FROM eligible e
-      LEFT JOIN locked l ON l.name = e.queue
+      LEFT JOIN rooms l ON l.queue = e.queue AND l.group_key IS NULL
      WHERE e.nth_in_queue <= COALESCE(l.room, e.room_guess)
      ORDER BY e.priority DESC, e.run_at, e.id
      LIMIT %(limit)s
@@ -354,10 +364,18 @@ WITH configs AS (
      WHERE (SELECT count(*) FROM picked) < %(limit)s
        AND c.id <> ALL(ARRAY(SELECT id FROM picked))
      GROUP BY c.queue
+), limited AS (
+    -- Queues with a cap, a rate limit or group caps this claim read candidates of: their
+    -- claimers take turns (a queue's lock, its keys' locks), so the worker sends one claim
+    -- at a time while it meets them (worker/runtime.py, Worker.serial_claims).
+    SELECT q.name FROM q WHERE (q.limited OR q.grouped) AND q.room_guess > 0
 )
 SELECT * FROM claimed
- UNION ALL  -- one marker row per such queue: no id, the queue in its place
-SELECT NULL, NULL, h.queue, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM held h
+ UNION ALL  -- marker rows, no id: one per queue, the queue in its place, the marker as kind
+SELECT NULL, 'held', h.queue, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM held h
+ UNION ALL
+SELECT NULL, 'limited', l.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM limited l
 """
 
 # After a lost connection: the rows a claim with this token took if its commit

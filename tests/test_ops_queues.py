@@ -12,7 +12,15 @@ from django.db import connection
 from django.test import Client
 
 from queue_engine import ops_queues, schedules
-from queue_engine.models import AuditEvent, GroupLimit, Job, JobRecord, QueueConfig, Schedule
+from queue_engine.models import (
+    AuditEvent,
+    ClaimLog,
+    GroupLimit,
+    Job,
+    JobRecord,
+    QueueConfig,
+    Schedule,
+)
 from queue_engine.ops import OpsError
 from tests import jobs
 from tests.workers import Workers, wait_for
@@ -395,19 +403,27 @@ def test_set_group_limit_adds_changes_and_removes_an_override_with_audit() -> No
     ]
 
 
-# Keys of a queue the claim has locked (a capped one) are counted by the function's
-# fast path (migration 0016), the others under try-locks: both must agree.
+# The keys of a limited queue (a cap or a rate limit) are counted under the queue's lock
+# (migration 0020), the others' under try-locks of their own: both must read the limits
+# as set_group_limit writes them.
+ROOM_OF_KEY = {
+    "key-locks": "SELECT room FROM queue_engine_group_rooms(%(queues)s, %(keys)s, "
+    "%(defaults)s, '{}')",
+    "queue-locked": "SELECT room FROM queue_engine_limited_rooms(%(queues)s, 10, %(queues)s, "
+    "%(keys)s, %(defaults)s) WHERE group_key IS NOT NULL",
+}
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize("locked", [[], ["emails"]], ids=["key-locks", "queue-locked"])
-def test_the_claim_reads_group_limits_as_set_group_limit_writes_them(locked: list[str]) -> None:
+@pytest.mark.parametrize("counted", ROOM_OF_KEY)
+def test_the_claim_reads_group_limits_as_set_group_limit_writes_them(counted: str) -> None:
     Job.objects.create(kind="tests.noop", queue="emails", group_key="acme", state="running")
     Job.objects.create(kind="tests.noop", queue="other", group_key="acme", state="running")
 
     def room(key: str) -> int:
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT room FROM queue_engine_group_rooms(%s, %s, %s, %s)",
-                [["emails"], [key], [7], locked],
+                ROOM_OF_KEY[counted], {"queues": ["emails"], "keys": [key], "defaults": [7]}
             )
             return cursor.fetchone()[0]
 
@@ -417,6 +433,29 @@ def test_the_claim_reads_group_limits_as_set_group_limit_writes_them(locked: lis
 
     assert capped == (1, 7)
     assert room("acme") == 6
+
+
+@pytest.mark.django_db
+def test_a_limited_queues_room_is_counted_with_its_keys() -> None:
+    QueueConfig.objects.update_or_create(
+        name="emails", defaults={"max_concurrency": 5, "rate_limit": 100, "rate_window": 60}
+    )
+    for key in ("acme", "acme", None):
+        Job.objects.create(kind="tests.noop", queue="emails", group_key=key, state="running")
+    Job.objects.create(kind="tests.noop", queue="other", state="running")
+
+    def rooms(want: int) -> dict[str | None, int]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT group_key, room FROM queue_engine_limited_rooms(%s, %s, %s, %s, %s)",
+                [["emails"], want, ["emails"], ["acme"], [4]],
+            )
+            return dict(cursor.fetchall())
+
+    assert rooms(10) == {None: 2, "acme": 2}  # the cap: 5 - 3 running; the key: 4 - 2
+    assert rooms(1) == {None: 1, "acme": 2}  # no more than the claim wants
+    ClaimLog.objects.create(queue="emails", count=99)
+    assert rooms(10) == {None: 1, "acme": 2}  # the rate limit: 100 - 99 started
 
 
 @pytest.mark.django_db

@@ -113,6 +113,15 @@ class Worker:
         self.finished = False
         self.deadline: float | None = None
         self.reserved = 0  # slots promised to claims in flight
+        # While its claims meet queues with limits (sql.CLAIM's `limited` markers), a
+        # worker sends one claim at a time: its lanes would only wait for each other at
+        # the queue's lock (or miss each other's keys' try-locks), each with a smaller
+        # share of the room, and the lane that lost the race for the lock could leave
+        # the job at the head of the queue to wait behind the next one. The other lane
+        # settles meanwhile. Until the first claim says otherwise, claims take turns.
+        self.serial_claims = True
+        self.claiming = 0  # claims on their way
+        self.freed_meanwhile = 0  # settles sent while a claim was on its way
         self.lane_share = self.concurrency
         self._extra_lanes: list[Connection] = []
         self.min_lock = 60.0
@@ -262,18 +271,37 @@ class Worker:
                 poll = self.options.poll_interval * (1 if conn is self.claimer else 5)
                 await self._wait(self.deadline, poll)
                 continue
+            settle_only = bool(want and self.claiming and self.serial_claims)
+            if settle_only:
+                want = 0  # the other lane's claim is on its way: this one only settles
+                if not self.outcomes:
+                    await self._wait(self.deadline, self.options.poll_interval)
+                    continue
             outcomes, self.outcomes = self.outcomes, []
+            freed = self.freed_meanwhile
+            if want:
+                self.claiming += 1
             self.reserved += want
             try:
                 rows, token = await self._settle_and_claim(conn, outcomes, want)
             finally:
                 self.reserved -= want
-            held = [row for row in rows if row[0] is None]  # sql.CLAIM's `held` markers
-            if held:
+                if want:
+                    self.claiming -= 1
+                    if self.serial_claims:
+                        self.wakeup.set()  # the other lane may claim now
+            markers = {row[1] for row in rows if row[0] is None}  # sql.CLAIM's markers
+            if markers:
                 rows = [row for row in rows if row[0] is not None]
+            if settle_only:
+                # The room this settle freed may have come too late for the claim on its
+                # way: the next claim looks again at once.
+                self.freed_meanwhile += 1
+                self.maybe_more = True
             if want:
-                self.maybe_more = len(rows) >= want
-                self._held_back(bool(held), bool(rows))
+                self.maybe_more = len(rows) >= want or self.freed_meanwhile != freed
+                self.serial_claims = "limited" in markers
+                self._held_back("held" in markers, bool(rows))
             if any(
                 o.execution.flow_id is not None
                 or (o.kind in ("retry", "snoozed", "released") and o.delay <= 0)
