@@ -90,7 +90,8 @@ class GroupLimit(models.Model):
 
 
 class ClaimLog(models.Model):
-    """How many jobs of a rate-limited queue started at a moment; pruned by the leader."""
+    """How many jobs of a rate-limited queue started in a short span (a 600th of its rate
+    window, at least 0.1 s), stamped with the span's end; pruned by the leader."""
 
     id = models.BigAutoField(primary_key=True)
     queue = models.CharField(max_length=128)
@@ -99,7 +100,7 @@ class ClaimLog(models.Model):
 
     class Meta:
         db_table = "queue_engine_claimlog"
-        indexes = [models.Index(fields=["queue", "at"], name="qe_claimlog_queue_at")]
+        constraints = [models.UniqueConstraint(fields=["queue", "at"], name="qe_claimlog_span")]
 
     def __str__(self) -> str:
         return f"{self.queue}: {self.count} at {self.at}"
