@@ -106,7 +106,8 @@ def test_a_rate_limited_queue_logs_its_starts_per_span_not_per_claim(
     """Every claim sums the log over the whole rate window: with a row per claim, that
     sum grew with the claims (16,800 rows at 280 claims a second over 60 s, 3 ms)."""
     QueueConfig.objects.update_or_create(
-        name="capped", defaults={"rate_limit": 45, "rate_window": 3600}  # spans of 6 s
+        name="capped",
+        defaults={"rate_limit": 45, "rate_window": 3600},  # spans of 6 s
     )
     jobs.capped.enqueue_many([{"pause": 0}] * 60)
     claim = {"all_queues": False, "queues": ["capped"], "labels": [], "worker": "w"}
@@ -120,16 +121,17 @@ def test_a_rate_limited_queue_logs_its_starts_per_span_not_per_claim(
 
         first = [claimed(token, 2) for token in range(20)]
         last = claimed(20, 10)
-        log = conn.execute(
+        spans, starts = conn.execute(
             "SELECT count(*), sum(count) FROM queue_engine_claimlog WHERE queue = 'capped'"
-        ).fetchone()
+        ).fetchone() or (0, 0)
 
     assert (sum(first), last) == (40, 5)  # the limit still holds: 45 in the window
-    assert log == (1, 45) or (log[0] == 2 and log[1] == 45)  # a span may end between claims
+    assert starts == 45
+    assert spans in (1, 2)  # a span may end between two claims
 
 
-# With a queue cap too, claimers of the queue take turns under its lock and count the
-# keys without try-locks (migrations 0015 and 0016): the caps must hold the same.
+# Group caps alone, or with a queue cap too (so with a room under the cap that binds as
+# well): the caps must hold the same.
 @pytest.mark.parametrize("queue_cap", [None, 50], ids=["keys-only", "queue-capped-too"])
 def test_group_caps_hold_fleet_wide_while_other_keys_flow(
     workers: Workers, executions: None, conninfo: str, queue_cap: int | None

@@ -2,17 +2,20 @@ import importlib
 
 from django.db import migrations
 
-GROUP_ROOMS = importlib.import_module("queue_engine.migrations.0011_group_rooms")
+QUEUE_ROOM = importlib.import_module("queue_engine.migrations.0011_group_rooms")
+GROUP_ROOMS = importlib.import_module("queue_engine.migrations.0016_group_rooms_capped_fast_path")
 
-# The rooms of the limited queues (a cap or a rate limit) among a claim's candidates, and
-# of their group keys, from one count under their locks: sql.CLAIM used to count their
-# running jobs twice there, once by key (queue_engine_group_rooms(), migration 0016) and
-# once in all (queue_engine_queue_room(), migration 0011), in two functions of three
-# statements each. The queues are locked in name order, then one statement with a fresh
-# snapshot (it sees every claim committed before this claimer held the locks) counts
-# their running jobs by key and returns a row per key among p_keys (its room under its
-# cap: the GroupLimit override, else the queue's default) and a row per queue with a
-# NULL key (its room under its cap and its rate limit, at most p_want).
+# The rooms of the limited queues among a claim's candidates (those with a cap, a rate
+# limit or group caps) and of their group keys, from one count under their locks.
+# sql.CLAIM used to count a capped queue's running jobs twice there, once by key
+# (queue_engine_group_rooms(), migration 0016) and once in all
+# (queue_engine_queue_room(), migration 0011), in two functions of three statements
+# each, and to try-lock the keys of a queue with group caps alone. The queues are locked
+# in name order, then one statement with a fresh snapshot (it sees every claim
+# committed before this claimer held the locks) counts their running jobs by key and
+# returns a row per key among p_keys (its room under its cap: the GroupLimit override,
+# else the queue's default) and a row per queue with a NULL key (its room under its cap
+# and its rate limit, at most p_want).
 LIMITED_ROOMS_FUNCTION = """
 CREATE OR REPLACE FUNCTION queue_engine_limited_rooms(
     p_locked text[], p_want int, p_queues text[], p_keys text[], p_defaults int[]
@@ -57,12 +60,16 @@ DROP_LIMITED_ROOMS = (
     "DROP FUNCTION IF EXISTS queue_engine_limited_rooms(text[], int, text[], text[], int[])"
 )
 
+DROP_GROUP_ROOMS = "DROP FUNCTION IF EXISTS queue_engine_group_rooms(text[], text[], int[], text[])"
+
 
 class Migration(migrations.Migration):
     dependencies = [("queue_engine", "0019_flow_removed_nodes")]
 
     operations = [
         migrations.RunSQL(LIMITED_ROOMS_FUNCTION, DROP_LIMITED_ROOMS),
-        # Nothing calls it any more: its count is part of the one above.
-        migrations.RunSQL(GROUP_ROOMS.DROP_QUEUE_ROOM, GROUP_ROOMS.QUEUE_ROOM_FUNCTION),
+        # Nothing calls these any more: the claim counts every limited queue (group
+        # caps included) with the function above, under the queue's lock.
+        migrations.RunSQL(QUEUE_ROOM.DROP_QUEUE_ROOM, QUEUE_ROOM.QUEUE_ROOM_FUNCTION),
+        migrations.RunSQL(DROP_GROUP_ROOMS, GROUP_ROOMS.GROUP_ROOMS_FUNCTION.split("DROP")[0]),
     ]
