@@ -95,6 +95,30 @@ def test_a_failing_statement_rolls_back_its_transaction_and_the_connection_goes_
     assert echo == [("ok", 1, True)]
 
 
+def test_a_statement_failing_again_and_again_raises_its_own_error_each_time(
+    conninfo: str,
+) -> None:
+    """After a failure the script forgets its prepared statements (DEALLOCATE ALL). Run
+    through psycopg's own statement cache, that DEALLOCATE was prepared too from its
+    sixth run on, dropped itself, and the next failure raised `prepared statement
+    "_pg3_0" does not exist` instead of the handler's error."""
+
+    async def build(conn: psycopg.AsyncConnection) -> list[type[BaseException]]:
+        raised: list[type[BaseException]] = []
+        for _ in range(10):
+            script = Script()
+            script.raw("BEGIN")
+            script.add(FAIL, {"zero": 0})
+            script.raw("COMMIT")
+            try:
+                await script.run(conn)
+            except psycopg.Error as exc:
+                raised.append(type(exc))
+        return raised
+
+    assert run(conninfo, build) == [psycopg.errors.DivisionByZero] * 10
+
+
 def test_literals_mean_the_same_whatever_standard_conforming_strings_says(
     conninfo: str,
 ) -> None:

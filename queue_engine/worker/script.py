@@ -159,9 +159,11 @@ class Script:
         except BaseException:
             prepared.clear()  # which PREPAREs ran is unknown: start again from none
             if not conn.closed and not conn.broken:
+                # prepare=False: a DEALLOCATE ALL that psycopg had prepared (it does so
+                # from a statement's sixth run) would drop itself from under psycopg.
                 if conn.info.transaction_status == pq.TransactionStatus.INERROR:
-                    await conn.execute("ROLLBACK")
-                await conn.execute("DEALLOCATE ALL")
+                    await conn.execute("ROLLBACK", prepare=False)
+                await conn.execute("DEALLOCATE ALL", prepare=False)
             raise
         for i, at in enumerate(places):
             if i:
