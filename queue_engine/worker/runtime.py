@@ -115,10 +115,11 @@ class Worker:
         self.reserved = 0  # slots promised to claims in flight
         # While its claims meet queues with limits (sql.CLAIM's `limited` markers), a
         # worker sends one claim at a time: its lanes would only wait for each other at
-        # the queue's lock (or miss each other's keys' try-locks), each with a smaller
-        # share of the room, and the lane that lost the race for the lock could leave
-        # the job at the head of the queue to wait behind the next one. The other lane
-        # settles meanwhile. Until the first claim says otherwise, claims take turns.
+        # the queue's lock, each with a smaller share of the room (in drain_with_limits,
+        # this alone: 13,700 and 14,900 jobs/s against 12,600 and 13,400), and the lane
+        # that lost the race could leave the job at the head of the queue to wait behind
+        # the next one. The other lane settles meanwhile. Until the first claim says
+        # otherwise, claims take turns.
         self.serial_claims = True
         self.claiming = 0  # claims on their way
         self.freed_meanwhile = 0  # settles sent while a claim was on its way
