@@ -363,10 +363,10 @@ WITH configs AS (
        AND c.id <> ALL(ARRAY(SELECT id FROM picked))
      GROUP BY c.queue
 ), limited AS (
-    -- Limited queues this claim looked into: their claimers take turns on the queue's
-    -- lock, so the worker sends one claim at a time while it meets them
+    -- Limited queues this claim looked at, full or not: their claimers take turns on
+    -- the queue's lock, so the worker sends one claim at a time while it serves them
     -- (worker/runtime.py, Worker.serial_claims).
-    SELECT q.name FROM q WHERE q.limited AND q.room_guess > 0
+    SELECT q.name FROM q WHERE q.limited
 )
 SELECT * FROM claimed
  UNION ALL  -- marker rows, no id: one per queue, the queue in its place, the marker as kind
