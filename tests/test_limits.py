@@ -130,8 +130,7 @@ def test_a_rate_limited_queue_logs_its_starts_per_span_not_per_claim(
     assert spans in (1, 2)  # a span may end between two claims
 
 
-# Group caps alone, or with a queue cap too (so with a room under the cap that binds as
-# well): the caps must hold the same.
+# Group caps alone, or with a queue cap too: the caps must hold the same.
 @pytest.mark.parametrize("queue_cap", [None, 50], ids=["keys-only", "queue-capped-too"])
 def test_group_caps_hold_fleet_wide_while_other_keys_flow(
     workers: Workers, executions: None, conninfo: str, queue_cap: int | None
