@@ -423,11 +423,15 @@ def list_jobs(
             "ceiling": ceiling,
             "limit": limit + 1,
         }
-        for older_sql, newer_sql, states in tables:
-            if where.state is not None and where.state not in states:
-                continue
-            cursor.execute(newer_sql if after is not None else older_sql, params)
-            rows += [JobRow(*row) for row in cursor.fetchall()]
+        # Both tables in one statement, so one snapshot: read one after the other, a job
+        # that ended in between was listed twice (live, then ended).
+        parts = [
+            f"({newer_sql if after is not None else older_sql})"
+            for older_sql, newer_sql, states in tables
+            if where.state is None or where.state in states
+        ]
+        cursor.execute("\nUNION ALL\n".join(parts), params)
+        rows += [JobRow(*row) for row in cursor.fetchall()]
     if after is None:
         rows.sort(key=lambda r: r.id, reverse=True)
         page, more = rows[:limit], len(rows) > limit

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -271,6 +272,40 @@ def test_a_time_range_bounds_end_times_of_ended_jobs(
 
     ended = JobRecord.objects.filter(state="succeeded", finished_at__gte=start, finished_at__lt=end)
     assert found == sorted(ended.values_list("id", flat=True), reverse=True) and found
+
+
+def test_a_job_that_ends_while_its_list_is_read_is_listed_once(
+    transactional_db: None, other_connection: Any
+) -> None:
+    from django.db import transaction
+
+    from queue_engine import ops
+
+    job = jobs.noop.enqueue()
+
+    def listed() -> list[tuple[int, str]]:
+        try:
+            return [(j.id, j.state) for j in tracking.list_jobs().jobs]
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        with transaction.atomic():
+            # The history is held while the list is being read, and the job ends meanwhile.
+            with connection.cursor() as cursor:
+                cursor.execute("LOCK TABLE queue_engine_jobrecord IN ACCESS EXCLUSIVE MODE")
+            reading = thread.submit(listed)
+            deadline = time.monotonic() + 10
+            while not other_connection.execute(
+                "SELECT 1 FROM pg_locks WHERE NOT granted AND relation = "
+                "'queue_engine_jobrecord'::regclass"
+            ).fetchone():
+                assert time.monotonic() < deadline and not reading.done()
+                time.sleep(0.01)
+            ops.cancel_job(job.id)
+        found = reading.result(timeout=10)
+
+    assert found == [(job.id, "cancelled")]
 
 
 def test_text_filter_matches_an_unnamed_jobs_kind_as_displayed() -> None:
