@@ -274,27 +274,56 @@ def test_a_time_range_bounds_end_times_of_ended_jobs(
     assert found == sorted(ended.values_list("id", flat=True), reverse=True) and found
 
 
-def test_a_job_that_ends_while_its_list_is_read_is_listed_once(
-    transactional_db: None, other_connection: Any
+def listed(_: int) -> list[tuple[int, str]]:
+    return [(j.id, j.state) for j in tracking.list_jobs().jobs]
+
+
+def found(job_id: int) -> list[tuple[int, str]]:
+    from queue_engine.console import queries
+
+    job = queries.find_job(job_id)
+    return [] if job is None else [(job.id, job.state)]
+
+
+def states(job_id: int) -> list[tuple[int, str]]:
+    from queue_engine.console import queries
+
+    return sorted(queries.job_states([job_id]).items())
+
+
+@pytest.mark.parametrize(
+    ("read", "move"),
+    # find_job reads the live table first: a job still there is found before it ends.
+    [(listed, "cancel"), (listed, "redrive"), (states, "cancel"), (states, "redrive"),
+     (found, "redrive")],
+)  # fmt: skip
+def test_a_job_moving_between_live_and_history_while_it_is_read_is_seen_once(
+    transactional_db: None,
+    other_connection: Any,
+    read: Callable[[int], list[tuple[int, str]]],
+    move: str,
 ) -> None:
+    """A job keeps its id when it ends (live to history) and when it is redriven (back)."""
     from django.db import transaction
 
     from queue_engine import ops
 
     job = jobs.noop.enqueue()
+    if move == "redrive":
+        ops.cancel_job(job.id)
 
-    def listed() -> list[tuple[int, str]]:
+    def read_and_close() -> list[tuple[int, str]]:
         try:
-            return [(j.id, j.state) for j in tracking.list_jobs().jobs]
+            return read(job.id)
         finally:
             connection.close()
 
     with ThreadPoolExecutor(max_workers=1) as thread:
         with transaction.atomic():
-            # The history is held while the list is being read, and the job ends meanwhile.
+            # The history is held while the job is read, and the job moves meanwhile.
             with connection.cursor() as cursor:
                 cursor.execute("LOCK TABLE queue_engine_jobrecord IN ACCESS EXCLUSIVE MODE")
-            reading = thread.submit(listed)
+            reading = thread.submit(read_and_close)
             deadline = time.monotonic() + 10
             while not other_connection.execute(
                 "SELECT 1 FROM pg_locks WHERE NOT granted AND relation = "
@@ -302,10 +331,13 @@ def test_a_job_that_ends_while_its_list_is_read_is_listed_once(
             ).fetchone():
                 assert time.monotonic() < deadline and not reading.done()
                 time.sleep(0.01)
-            ops.cancel_job(job.id)
-        found = reading.result(timeout=10)
+            if move == "cancel":
+                ops.cancel_job(job.id)
+            else:
+                ops.redrive_job(job.id)
+        seen = reading.result(timeout=10)
 
-    assert found == [(job.id, "cancelled")]
+    assert seen == [(job.id, "cancelled" if move == "cancel" else "available")]
 
 
 def test_text_filter_matches_an_unnamed_jobs_kind_as_displayed() -> None:

@@ -363,14 +363,18 @@ def job_page(
 
 
 def find_job(job_id: int) -> Job | JobRecord | None:
-    return Job.objects.filter(pk=job_id).first() or JobRecord.objects.filter(pk=job_id).first()
+    """The job, live or ended. A job keeps its id from one table to the other (it ends; a
+    redrive brings it back): one found in neither may have moved back meanwhile."""
+    live = Job.objects.filter(pk=job_id)
+    return live.first() or JobRecord.objects.filter(pk=job_id).first() or live.first()
 
 
 def job_states(ids: list[int]) -> dict[int, str]:
-    """The current state of each of these jobs that still exists, live or ended."""
-    states = dict(Job.objects.filter(pk__in=ids).values_list("id", "state"))
-    states.update(JobRecord.objects.filter(pk__in=ids).values_list("id", "state"))
-    return states
+    """The current state of each of these jobs that still exists, live or ended (one
+    statement, so one snapshot: a job moving between the tables is counted once)."""
+    live = Job.objects.filter(pk__in=ids).values_list("id", "state")
+    ended = JobRecord.objects.filter(pk__in=ids).values_list("id", "state")
+    return dict(live.union(ended, all=True))
 
 
 def stopping_jobs(ids: list[int]) -> set[int]:
