@@ -396,7 +396,6 @@ def list_jobs(
     for name, text in (("queue", where.queue), ("kind", where.kind), ("text", where.text)):
         if text is not None and (not isinstance(text, str) or text_problem(text) is not None):
             raise TrackingError(f"The {name} filter must be text Postgres can store, not {text!r}.")
-    rows: list[JobRow] = []
     with _statement_timeout(), connection.cursor() as cursor:
         history = (q.HISTORY_OLDER, q.HISTORY_NEWER)
         if where.since is not None and where.until is not None:
@@ -431,7 +430,7 @@ def list_jobs(
             if where.state is None or where.state in states
         ]
         cursor.execute("\nUNION ALL\n".join(parts), params)
-        rows += [JobRow(*row) for row in cursor.fetchall()]
+        rows = [JobRow(*row) for row in cursor.fetchall()]
     if after is None:
         rows.sort(key=lambda r: r.id, reverse=True)
         page, more = rows[:limit], len(rows) > limit
