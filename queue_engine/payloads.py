@@ -62,6 +62,15 @@ SURROGATE_PROBLEM = (
 )
 
 
+def storable(text: str) -> str:
+    """`text` as Postgres can store it: a NUL shown as the four characters \\x00, and a
+    lone surrogate as its \\udXXX escape. For text the engine records as it came (error
+    messages, tracebacks, log lines, progress messages), where refusing is no option."""
+    if text.isascii():
+        return text.replace("\x00", "\\x00") if "\x00" in text else text
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def has_nul(text: str) -> bool:
     return "\x00" in text
 

@@ -494,13 +494,22 @@ RETURNING j.id, j.queue, j.state
 """
 
 # Give jobs back untouched (shutdown): available again, the attempt not counted.
-RELEASE = f"""
+_RELEASE = """
 UPDATE queue_engine_job j
-   SET state = 'available', attempt = GREATEST(j.attempt - 1, 0),
+   SET state = 'available', attempt = GREATEST(j.attempt - 1, 0),{run_at}
        lease_owner = NULL, claim_token = NULL, lease_expires_at = NULL
- WHERE {FENCED} AND {CANCEL_NOT_REQUESTED}
+ WHERE {fenced} AND {not_cancelled}
 RETURNING j.id, j.queue
 """
+RELEASE = _RELEASE.format(run_at="", fenced=FENCED, not_cancelled=CANCEL_NOT_REQUESTED)
+# Give back jobs whose plain-function handler still runs in a process about to exit:
+# claimable only `after` seconds from now, when that process (and the thread with it)
+# is surely gone, so that no other worker runs the same attempt meanwhile.
+RELEASE_RUNNING = _RELEASE.format(
+    run_at="\n       run_at = GREATEST(j.run_at, now() + make_interval(secs => %(after)s)),",
+    fenced=FENCED,
+    not_cancelled=CANCEL_NOT_REQUESTED,
+)
 
 # Renew the leases this process holds. The rows in the result are still ours; rows
 # missing from it were taken from us (cancelled, rescued or removed) and must stop.

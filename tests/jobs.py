@@ -314,3 +314,89 @@ def spawn_by(ctx: Any, how: str) -> str:
     else:
         ctx.spawn_into("join", "tests.number", 1)
     return "spawned"
+
+
+# --- text Postgres cannot store, handlers that ignore ctx, shutdown give-backs -------
+
+
+@job(kind="tests.unstorable", queue="unstorable", max_attempts=1)
+def unstorable(ctx: Any, what: str = "", value: str = "ok", lines: list[str] | None = None) -> str:
+    """Fails, prints or reports the text `what` says; else returns `value`."""
+    if what == "print_lines":
+        for line in lines or []:
+            print(line)
+    if what == "raise_nul":
+        raise ValueError("bad\x00byte")
+    if what == "raise_surrogate":
+        raise ValueError("bad\ud800half")
+    if what == "print_nul":
+        print("a\x00b")
+    if what == "progress_nul":
+        ctx.progress(0.5, "half\x00way")
+    return value
+
+
+@job(kind="tests.blocked_sync", queue="blocked", idle_timeout=1, max_attempts=1)
+def blocked_sync(ctx: Any, seconds: float, key: str = "") -> str:
+    """Blocks without a word to ctx (no heartbeat, no ctx.sleep); then writes `key`."""
+    time.sleep(seconds)
+    if key:
+        with ctx.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO test_effects (key, job_id) VALUES (%s, %s)", [key, ctx.job_id]
+            )
+    return "returned"
+
+
+def record_span(job_id: int, attempt: int, event: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO test_spans (job_id, attempt, pid, event, at) "
+            "VALUES (%s, %s, %s, %s, clock_timestamp())",
+            [job_id, attempt, os.getpid(), event],
+        )
+
+
+@job(kind="tests.span_sync", queue="spans", max_attempts=3)
+def span_sync(ctx: Any, seconds: float, cooperative: bool = False) -> str:
+    """Records its start and its end in test_spans; sleeps in between, heeding ctx or not."""
+    record_span(ctx.job_id, ctx.attempt, "start")
+    if cooperative:
+        told = ctx.sleep(seconds)
+    else:
+        time.sleep(seconds)
+        told = ctx.is_cancelled()
+    record_span(ctx.job_id, ctx.attempt, "told" if told else "end")
+    return "done"
+
+
+@job(kind="tests.span_async", queue="spans", max_attempts=3)
+async def span_async(ctx: Any, seconds: float) -> str:
+    from asgiref.sync import sync_to_async
+
+    await sync_to_async(record_span)(ctx.job_id, ctx.attempt, "start")
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        await asyncio.shield(sync_to_async(record_span)(ctx.job_id, ctx.attempt, "told"))
+        raise
+    await sync_to_async(record_span)(ctx.job_id, ctx.attempt, "end")
+    return "done"
+
+
+@job(kind="tests.atomic_then_die", queue="atomic")
+def atomic_then_die(ctx: Any, key: str, set_result: bool = True) -> str:
+    """Writes `key` in ctx.atomic(), then its worker dies before the next settle."""
+    with ctx.atomic() as block, connection.cursor() as cursor:
+        cursor.execute("INSERT INTO test_effects (key, job_id) VALUES (%s, %s)", [key, ctx.job_id])
+        if set_result:
+            block.result = {"key": key}
+    os.kill(os.getpid(), signal.SIGKILL)
+    return key
+
+
+@job(kind="tests.atomic_result", queue="atomic", max_attempts=1)
+def atomic_result(ctx: Any, key: str) -> None:
+    with ctx.atomic() as block, connection.cursor() as cursor:
+        cursor.execute("INSERT INTO test_effects (key, job_id) VALUES (%s, %s)", [key, ctx.job_id])
+        block.result = {1, 2}

@@ -302,15 +302,15 @@ def test_idle_async_job_is_cancelled_and_retried(workers: Workers) -> None:
     assert live.errors[0]["class"] == "queue_engine.worker.execution.IdleTimeout"
 
 
-def test_idle_sync_job_is_abandoned_to_the_dead_letter(workers: Workers) -> None:
+def test_idle_sync_job_is_abandoned_and_retried_as_its_kind_retries(workers: Workers) -> None:
     job = jobs.silent_sync.enqueue()
     workers.start("--concurrency", "1")
     other = jobs.add.enqueue(a=1, b=1)
 
-    rec = record(job.id)
+    retried = wait_for(lambda: Job.objects.filter(pk=job.id, state="scheduled").first())
 
-    assert rec.state == "failed" and rec.attempt == 1
-    assert "IdleTimeout" in rec.errors[0]["class"]
+    assert retried.attempt == 1
+    assert "IdleTimeout" in retried.errors[0]["class"]
     assert record(other.id).state == "succeeded"
 
 

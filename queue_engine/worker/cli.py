@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 import time
 from argparse import ArgumentParser
@@ -93,7 +94,19 @@ def run(options: dict[str, Any]) -> None:
             leader=not options["no_leader"],
         )
     )
-    sys.exit(asyncio.run(worker.run()))
+    code = asyncio.run(worker.run())
+    if worker.handler_threads:
+        # Plain functions still running (abandoned, or given back at the shutdown
+        # timeout) must not outlive their jobs, and Python would wait for their threads
+        # at exit: the process ends here, and they with it.
+        logging.getLogger("queue_engine.worker").info(
+            "exiting with %d handler thread(s) still running; they end with this process",
+            len(worker.handler_threads),
+        )
+        logging.shutdown()
+        sys.stdout.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def configure_logging(verbosity: int) -> None:

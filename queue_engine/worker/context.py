@@ -9,12 +9,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from queue_engine.payloads import dump_json
+
 if TYPE_CHECKING:
     from queue_engine.worker.execution import Execution
 
 
 class LeaseLost(Exception):
     """This job is no longer ours (cancelled, rescued or removed): its effects must not commit."""
+
+
+NO_RESULT: Any = object()
+
+
+class AtomicBlock:
+    """What `ctx.atomic()` yields: set `result` to record the job's return value with the
+    block's commit, so that it survives a worker dying right after the block."""
+
+    __slots__ = ("result",)
+
+    def __init__(self) -> None:
+        self.result: Any = NO_RESULT
 
 
 class JobContext:
@@ -116,12 +131,14 @@ class JobContext:
         return self._execution.cancelled.wait(seconds)
 
     @contextmanager
-    def atomic(self) -> Iterator[None]:
+    def atomic(self) -> Iterator[AtomicBlock]:
         """Commit the ORM writes in this block together with the job's success.
 
         The job row is locked and checked to be still ours before the block runs,
         so a job whose lease was lost raises `LeaseLost` and its writes roll back,
         and a job can never be completed twice. Only for plain-function handlers.
+        A result set on the block (`with ctx.atomic() as block: ... block.result = x`)
+        commits with it; a value returned after the block is recorded later.
         """
         if threading.current_thread() is threading.main_thread() or self._execution.is_async:
             raise RuntimeError(
@@ -132,6 +149,7 @@ class JobContext:
 
         from queue_engine import sql
 
+        self._refuse_if_told_to_stop()
         with transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute(sql.LOCK_OWN_JOB, [self.job_id, self._execution.token])
@@ -141,17 +159,30 @@ class JobContext:
                 if row[0]:  # an operator asked it to stop: nothing of it commits
                     self._execution.cancel("cancelled")
                     raise LeaseLost(f"job {self.job_id} was cancelled by an operator")
-            yield
+            block = AtomicBlock()
+            yield block
+            self._refuse_if_told_to_stop()
+            result = None
+            if block.result is not NO_RESULT:
+                result = dump_json(block.result, what=f"{self.kind}: the atomic block's result")
             with connection.cursor() as cursor:
                 cursor.execute(
                     sql.SETTLE_SUCCEEDED,
                     {
                         "ids": [self.job_id],
                         "tokens": [self._execution.token],
-                        "results": [None],
+                        "results": [result],
                     },
                 )
                 if cursor.fetchone() is None:
                     raise LeaseLost(f"job {self.job_id} is no longer held by this worker")
         self._execution.completed_in_transaction = True
         self._execution.touched_at = time.monotonic()
+
+    def _refuse_if_told_to_stop(self) -> None:
+        execution = self._execution
+        if execution.cancelled.is_set():
+            raise LeaseLost(
+                f"job {self.job_id} was told to stop ({execution.cancel_reason}): "
+                "nothing of this block commits"
+            )

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from queue_engine.definitions import DEFAULT_BACKOFF, Backoff, Fatal, JobDefinition, Retry, Snooze
-from queue_engine.payloads import PayloadError, dump_json
+from queue_engine.payloads import PayloadError, dump_json, storable
 from queue_engine.registry import registry
 from queue_engine.worker.capture import CURRENT
 from queue_engine.worker.context import JobContext, LeaseLost
@@ -21,6 +21,7 @@ from queue_engine.worker.context import JobContext, LeaseLost
 if TYPE_CHECKING:
     from queue_engine.worker.runtime import Worker
 
+CancelReason = Literal["cancelled", "lease lost", "idle timeout", "shutdown"]
 OutcomeKind = Literal["succeeded", "retry", "failed", "snoozed", "released", "cancelled", "dropped"]
 
 
@@ -107,7 +108,7 @@ class Execution:
         self.definition: JobDefinition | None = registry.get(self.kind)
         self.is_async = bool(self.definition and self.definition.is_async)
         self.cancelled = threading.Event()
-        self.cancel_reason = ""
+        self.cancel_reason: CancelReason | None = None
         self.completed_in_transaction = False
         self.touched_at = time.monotonic()
         self.task: asyncio.Future[Any] | None = None
@@ -124,11 +125,19 @@ class Execution:
 
     def report_progress(self, fraction: float, message: str) -> None:
         self.touched_at = time.monotonic()
-        self.worker.progress[self.job_id] = (self.token, fraction, str(message)[:500])
+        self.worker.progress[self.job_id] = (self.token, fraction, storable(str(message)[:500]))
 
     def write_log(self, stream: str, text: str, *, level: str = "") -> None:
         self.worker.logs.append(
-            (self.job_id, self.attempt, next(self._log_seq), stream, level, datetime.now(UTC), text)
+            (
+                self.job_id,
+                self.attempt,
+                next(self._log_seq),
+                stream,
+                level,
+                datetime.now(UTC),
+                storable(text),
+            )
         )
 
     def write_stream(self, stream: str, text: str) -> None:
@@ -144,13 +153,22 @@ class Execution:
                 self.write_log(stream, rest)
         self._partial.clear()
 
-    def cancel(self, reason: str) -> None:
+    def cancel(self, reason: CancelReason) -> bool:
+        """Tell the handler to stop (ctx.is_cancelled(), ctx.sleep() returns, ctx.atomic()
+        refuses); False if it was told already.
+
+        An async handler is cancelled outright. A plain function cannot be stopped: on an
+        idle timeout it is abandoned (its task, which waits for the thread, is cancelled,
+        so the job settles and frees its slot now, and what the thread does later is
+        dropped); otherwise it is left to notice.
+        """
         if self.cancelled.is_set():
-            return
+            return False
         self.cancel_reason = reason
         self.cancelled.set()
-        if self.is_async and self.task is not None:
+        if self.task is not None and (self.is_async or reason == "idle timeout"):
             self.task.cancel()
+        return True
 
     # --- running -------------------------------------------------------------
 
@@ -175,12 +193,16 @@ class Execution:
                 raise  # the worker itself is stopping
             return self._cancelled_outcome()
         except BaseException as exc:
-            if self.cancelled.is_set() and self.cancel_reason == "cancelled":
+            if self.cancelled.is_set() and self.cancel_reason in ("cancelled", "shutdown"):
                 return self._cancelled_outcome()  # however the handler stopped, on request
             return self._outcome_for_error(exc, definition)
         finally:
             self.flush_streams()
-        if self.cancelled.is_set() and self.cancel_reason != "lease lost":
+        if (
+            self.cancelled.is_set()
+            and self.cancel_reason != "lease lost"
+            and not self.completed_in_transaction
+        ):
             return self._cancelled_outcome()
         try:
             text = dump_json(result, what=f"{self.kind}: the return value")
@@ -205,13 +227,20 @@ class Execution:
     def _run_sync(self, definition: JobDefinition) -> Any:
         from django.db import close_old_connections
 
-        args, kwargs = self._arguments(definition)
-        reset = CURRENT.set(self)
+        threads = self.worker.handler_threads
+        threads.add(self)
         try:
-            return definition.func(*args, **kwargs)
+            args, kwargs = self._arguments(definition)
+            reset = CURRENT.set(self)
+            try:
+                return definition.func(*args, **kwargs)
+            finally:
+                CURRENT.reset(reset)
+                close_old_connections()
         finally:
-            CURRENT.reset(reset)
-            close_old_connections()
+            threads.discard(self)
+            if self.cancel_reason == "idle timeout":
+                self.worker.thread_returned(self)
 
     def _arguments(self, definition: JobDefinition) -> tuple[list[Any], dict[str, Any]]:
         payload = self.payload if isinstance(self.payload, dict) else {}
@@ -269,30 +298,31 @@ class Execution:
         return self._failure(exc, retryable=definition.on_error == "retry")
 
     def _cancelled_outcome(self) -> Outcome:
+        definition = self.definition
         if self.cancel_reason == "idle timeout":
             error = IdleTimeout(
-                f"no heartbeat or progress for {self.definition.idle_timeout if self.definition else '?'}s"
+                f"no heartbeat or progress for {definition.idle_timeout if definition else '?'}s"
             )
-            # An async handler was cancelled cleanly: retry it. A thread cannot be
-            # stopped, so it is abandoned and the job dead-lettered.
-            return self._failure(error, retryable=self.is_async)
+            # An async handler was cancelled cleanly: retry it. An abandoned thread can no
+            # longer act for its job (its ctx.atomic() refuses, its return is dropped), so
+            # its job is retried only if its kind retries errors.
+            retryable = self.is_async or (definition is not None and definition.on_error == "retry")
+            return self._failure(error, retryable=retryable)
         if self.cancel_reason == "cancelled":
             return Outcome("cancelled", self)  # an operator asked: the row waits for this
+        if self.cancel_reason == "shutdown":
+            return Outcome("released", self)  # stopped when asked to: back to its queue
         return Outcome("dropped", self)  # the lease was lost: the row is someone else's
 
     def _failure(
         self, exc: BaseException, *, retryable: bool, delay: float | None = None
     ) -> Outcome:
-        error = json.dumps(
-            {
-                "attempt": self.attempt,
-                "class": f"{type(exc).__module__}.{type(exc).__qualname__}",
-                "message": str(exc)[:2000],
-                "traceback": "".join(traceback.format_exception(exc))[-20000:],
-                "worker": self.worker.worker_id,
-                "at": datetime.now(UTC).isoformat(),
-            },
-            default=str,
+        error = error_json(
+            self.attempt,
+            f"{type(exc).__module__}.{type(exc).__qualname__}",
+            safe_str(exc)[:2000],
+            "".join(traceback.format_exception(exc))[-20000:],
+            self.worker.worker_id,
         )
         if not retryable or self.attempt >= self.max_attempts:
             return Outcome("failed", self, error=error)
@@ -306,3 +336,25 @@ class Execution:
             or (self.definition.backoff if self.definition else None)
             or DEFAULT_BACKOFF
         )
+
+
+def error_json(attempt: int, cls: str, message: str, trace: str, worker: str) -> str:
+    """One attempt's error as JSON text Postgres can store, whatever its text holds."""
+    return json.dumps(
+        {
+            "attempt": attempt,
+            "class": storable(cls),
+            "message": storable(message),
+            "traceback": storable(trace),
+            "worker": storable(worker),
+            "at": datetime.now(UTC).isoformat(),
+        }
+    )
+
+
+def safe_str(exc: BaseException) -> str:
+    """str(exc), or a note when the exception's own __str__ fails."""
+    try:
+        return str(exc)
+    except Exception as inner:
+        return f"<str() of the exception failed: {type(inner).__name__}>"

@@ -20,8 +20,9 @@ from typing import Any
 import psycopg
 
 from queue_engine import sql, sql_flows
+from queue_engine.payloads import storable
 from queue_engine.worker import capture
-from queue_engine.worker.execution import Execution, Outcome
+from queue_engine.worker.execution import Execution, Outcome, error_json
 from queue_engine.worker.leader import Leader, count_down_more
 from queue_engine.worker.script import Prepared, Script
 from queue_engine.worker.store import Connection
@@ -35,6 +36,12 @@ LANES = 2
 # this soon, not at the next poll; the wait doubles while such claims come back empty,
 # up to the poll interval.
 HELD_BACK_FIRST = 0.01
+# At the shutdown timeout, handlers are told to stop and get this long to heed it
+# (ctx.sleep() returns, async handlers are cancelled) before their jobs are given back.
+SHUTDOWN_GRACE = 0.5
+# A job given back while its plain function still runs is claimable again only this
+# much later: the process exits right after the release, and its threads with it.
+RELEASE_FENCE = 1.0
 
 # The claim lanes' sessions. Their statements are prepared once per connection (see
 # worker/script.py) and each is planned once too, not for every call: under the default
@@ -92,6 +99,10 @@ class Worker:
             max_workers=self.concurrency * 2, thread_name_prefix="job"
         )
         self.inflight: dict[int, Execution] = {}
+        # Executions whose plain function runs in a thread now, in flight or abandoned
+        # (an idle timeout); changed by the threads themselves.
+        self.handler_threads: set[Execution] = set()
+        self._abandoned_in_pool = 0
         self.outcomes: list[Outcome] = []
         self.logs: list[tuple[Any, ...]] = []
         self.progress: dict[int, tuple[int, float, str]] = {}
@@ -241,7 +252,7 @@ class Worker:
                     self._finish()
                     return
                 if time.monotonic() >= self.deadline and not self.reserved:
-                    await self._release_all()
+                    await self._give_back(conn)
                     self._finish()
                     return
             free = min(self.concurrency - len(self.inflight) - self.reserved, self.lane_share)
@@ -398,7 +409,6 @@ class Worker:
         }
 
         tries = 0
-        flows = batch.flows
         wake_queues, wake_released = batch.runnable_now()
         sent: list[Script] = []  # the message that went through (the last try's)
 
@@ -418,17 +428,7 @@ class Worker:
             # flow nodes (a fan-in's join: one row every settling lane needs). Committed
             # before the claim, it frees that room and that row for every claimer now,
             # not after this claim has waited its turn for the queue's lock.
-            if batch:
-                script.raw("BEGIN")
-                batch.add_to(script)
-                script.raw("COMMIT")
-            if flows:
-                # Again after the commit, with a fresh snapshot: two workers settling
-                # the last nodes of a flow at once each see the other's node still
-                # live inside their transactions, and neither would end the flow.
-                # The refresh that starts last sees both commits.
-                script.add(REFRESH_FLOWS, [flows])
-                script.add(RELEASE_COUNTED, [flows])
+            batch.settle_in(script)
             place = None
             if want or wake_queues or wake_released:
                 script.raw("BEGIN")
@@ -448,8 +448,17 @@ class Worker:
 
         try:
             rows = await lane.run(action, what="settle and claim")
-        except psycopg.Error:
-            log.exception("settle and claim failed; the jobs will be rescued after their lease")
+        except (psycopg.Error, UnicodeError) as exc:
+            if not (batch and refused(exc)):
+                log.exception("settle and claim failed; the jobs will be rescued after their lease")
+                return [], token
+            log.warning(
+                "Postgres refused a settle of %d job(s) (%s); settling them one by one",
+                len(outcomes),
+                why_refused(exc),
+            )
+            await self._settle_one_by_one(lane, outcomes, batch.progress)
+            self.maybe_more = True  # the claim did not run
             return [], token
         if sent:
             batch.report(log, sent[-1])
@@ -460,6 +469,78 @@ class Worker:
             self.hints.extend(hints)
             self.busy.set()  # the flusher sends them
         return rows, token
+
+    async def _settle_one_by_one(
+        self,
+        lane: Connection,
+        outcomes: list[Outcome],
+        progress: dict[int, tuple[int, float, str]],
+    ) -> None:
+        """Settle each outcome alone, so that only one Postgres refuses is affected: that
+        job is dead-lettered with an engine error naming what was refused."""
+        for outcome in outcomes:
+            job_id = outcome.execution.job_id
+            report = progress.get(job_id)
+            try:
+                await self._settle_alone(lane, outcome, report)
+                continue
+            except (psycopg.Error, UnicodeError) as exc:
+                if not refused(exc):
+                    log.exception("job %s: settle failed; it comes back after its lease", job_id)
+                    continue
+                reason = why_refused(exc)
+            log.error(
+                "job %s: Postgres refused its outcome (%s); dead-lettering it", job_id, reason
+            )
+            execution = outcome.execution
+            failure = Outcome(
+                "failed",
+                execution,
+                error=error_json(
+                    execution.attempt,
+                    "queue_engine.OutcomeRefused",
+                    f"Postgres refused to store this job's outcome ({outcome.kind}): {reason}. "
+                    "The job is dead-lettered with this error instead; its handler's "
+                    "logs show what it did.",
+                    "",
+                    self.worker_id,
+                ),
+            )
+            try:
+                await self._settle_alone(lane, failure, None)
+            except (psycopg.Error, UnicodeError):
+                log.exception("job %s: settle failed; it comes back after its lease", job_id)
+
+    async def _settle_alone(
+        self, lane: Connection, outcome: Outcome, report: tuple[int, float, str] | None
+    ) -> None:
+        batch = SettleBatch.of([outcome])
+        batch.chunk = self.flow_chunk
+        if report is not None:
+            batch.progress[outcome.execution.job_id] = report
+        if not batch:
+            return
+        queues, _ = batch.runnable_now()
+        sent: list[Script] = []
+
+        async def action(conn: psycopg.AsyncConnection) -> None:
+            script = Script()
+            batch.settle_in(script)
+            await script.run(conn)
+            sent.append(script)
+
+        # Once: a settle that committed before its connection broke must not be sent
+        # again as if it had not (the next settle's fence would refuse it anyway).
+        await lane.run(action, what="settle", attempts=1)
+        if queues:
+            with contextlib.suppress(psycopg.Error):
+                await lane.run(
+                    lambda c: c.execute(sql.NOTIFY_QUEUES, [queues]), what="wake", attempts=1
+                )
+        if sent and batch.left_children(sent[-1]):
+            self.counting_down.set()
+        self.hints.extend(batch.hints())
+        self.busy.set()
 
     async def _count_down_loop(self) -> None:
         def released(count: int) -> None:
@@ -483,25 +564,92 @@ class Worker:
                 self.maybe_more = True
                 self.wakeup.set()
 
-    async def _release_all(self) -> None:
-        self.finished = True  # the other lane must not release too
-        executions = list(self.inflight.values())
-        log.warning("shutdown timeout: releasing %d running job(s)", len(executions))
-        params = {"ids": [e.job_id for e in executions], "tokens": [e.token for e in executions]}
+    async def _give_back(self, lane: Connection) -> None:
+        """At the shutdown timeout: tell the running handlers to stop, settle what ends
+        within SHUTDOWN_GRACE, and give the rest back to their queues."""
+        self.finished = True  # the other lane must not give back too
+        for execution in list(self.inflight.values()):
+            execution.cancel("shutdown")
+        grace = time.monotonic() + SHUTDOWN_GRACE
+        while self.inflight and time.monotonic() < grace:
+            await self._wait(grace, SHUTDOWN_GRACE)
+        outcomes, self.outcomes = self.outcomes, []
+        if outcomes:
+            await self._settle_and_claim(lane, outcomes, 0)
+        running = list(self.inflight.values())
+        self.inflight.clear()
+        if not running:
+            return
+        threads = [e for e in running if e in self.handler_threads]
+        log.warning(
+            "shutdown timeout: giving back %d running job(s)%s",
+            len(running),
+            f"; {len(threads)} plain function(s) still run and end with this process"
+            if threads
+            else "",
+        )
+        for statement, items, extra in (
+            (sql.RELEASE, [e for e in running if e not in threads], {}),
+            (sql.RELEASE_RUNNING, threads, {"after": RELEASE_FENCE}),
+        ):
+            if items:
+                await self._release(lane, statement, items, extra)
+        for execution in running:
+            if execution.task is not None:
+                execution.task.cancel()
+
+    async def _release(
+        self,
+        lane: Connection,
+        statement: str,
+        executions: list[Execution],
+        extra: dict[str, Any],
+    ) -> None:
+        params = {
+            "ids": [e.job_id for e in executions],
+            "tokens": [e.token for e in executions],
+            **extra,
+        }
 
         async def action(conn: psycopg.AsyncConnection) -> None:
             async with conn.transaction():
-                cur = await conn.execute(sql.RELEASE, params)
+                cur = await conn.execute(statement, params)
                 queues = sorted({q for _, q in await cur.fetchall()})
                 await conn.execute(sql.NOTIFY_QUEUES, [queues])
 
-        await self.claimer.run(action, what="release", attempts=5)
-        for execution in executions:
-            if execution.task is not None:
-                execution.task.cancel()
-        self.inflight.clear()
-        self.outcomes.clear()
-        self.finished = True
+        with contextlib.suppress(psycopg.Error):  # logged by run(); the leases bring them back
+            await lane.run(action, what="release", attempts=5)
+
+    def thread_returned(self, execution: Execution) -> None:
+        """Called by the thread of an abandoned plain function when it returns at last."""
+        log.info(
+            "job %s: its abandoned handler returned; what it did is dropped "
+            "(%d abandoned handler thread(s) left in this process)",
+            execution.job_id,
+            self.abandoned_threads(),
+        )
+
+    def abandoned_threads(self) -> int:
+        return sum(1 for e in list(self.handler_threads) if e.cancel_reason == "idle timeout")
+
+    def _abandon(self, execution: Execution, timeout: float) -> None:
+        """A plain function past its idle timeout: its job settles now without it."""
+        log.warning(
+            "job %s: idle for more than %ss; abandoning its handler thread "
+            "(%d abandoned handler thread(s) in this process)",
+            execution.job_id,
+            timeout,
+            self.abandoned_threads(),
+        )
+        # Abandoned threads keep their place in the pool; once they fill its headroom
+        # over the slots, new jobs get a new pool rather than wait for a free thread.
+        self._abandoned_in_pool += 1
+        if self._abandoned_in_pool >= self.concurrency:
+            self.threads.shutdown(wait=False)
+            self.threads = ThreadPoolExecutor(
+                max_workers=self.concurrency * 2, thread_name_prefix="job"
+            )
+            self._abandoned_in_pool = 0
 
     # --- side loops ---------------------------------------------------------------
 
@@ -627,54 +775,22 @@ class Worker:
         if not logs and not progress and not hints:
             return
         self.progress_flushing = progress
-        columns: list[list[Any]] = [list(c) for c in zip(*logs, strict=True)] if logs else []
         if logs or progress:
             job_ids = sorted({row[0] for row in logs} | set(progress))[:MAX_EVENT_IDS]
             hints.append(json.dumps({"type": "log" if logs else "progress", "ids": job_ids}))
-
-        async def write(conn: psycopg.AsyncConnection) -> None:
-            async with conn.transaction():
-                if logs:
-                    await conn.execute(
-                        sql.INSERT_LOGS,
-                        dict(
-                            zip(
-                                (
-                                    "job_ids",
-                                    "attempts",
-                                    "seqs",
-                                    "streams",
-                                    "levels",
-                                    "ats",
-                                    "texts",
-                                ),
-                                columns,
-                                strict=True,
-                            )
-                        ),
-                    )
-                if progress:
-                    ids = list(progress)
-                    cur = await conn.execute(
-                        sql.PROGRESS_UNLOCKED,
-                        {
-                            "ids": ids,
-                            "tokens": [progress[i][0] for i in ids],
-                            "fractions": [progress[i][1] for i in ids],
-                            "messages": [progress[i][2] for i in ids],
-                        },
-                    )
-                    written.clear()
-                    written.update(row[0] for row in await cur.fetchall())
-
-        written: set[int] = set()
-        if logs or progress:
+            written: set[int] = set()
             try:
-                await self.aux.run(write, what="write logs", attempts=3)
-            except psycopg.Error:
-                log.warning("dropped %d log line(s) after repeated failures", len(logs))
-            else:
-                self._report_again(progress, written)
+                await self.aux.run(
+                    lambda conn: write_output(conn, logs, progress, written),
+                    what="write logs",
+                    attempts=3,
+                )
+            except (psycopg.Error, UnicodeError) as exc:
+                if refused(exc):
+                    await self._write_one_by_one(logs, progress, written, why_refused(exc))
+                else:
+                    log.warning("dropped %d log line(s) after repeated failures", len(logs))
+            self._report_again(progress, written)
         # After the commit, in a transaction that writes nothing: no WAL flush to wait for
         # while holding the notify lock. Hints only: lost, the console catches up on its
         # next refresh.
@@ -682,6 +798,40 @@ class Worker:
             await self.aux.run(
                 lambda conn: conn.execute(sql.NOTIFY_EVENTS, [hints]), what="hint", attempts=1
             )
+
+    async def _write_one_by_one(
+        self,
+        logs: list[tuple[Any, ...]],
+        progress: dict[int, tuple[int, float, str]],
+        written: set[int],
+        reason: str,
+    ) -> None:
+        """Write a refused batch line by line, so only what Postgres refuses is affected:
+        such a line is kept as a note saying so, a progress report is dropped."""
+        log.warning("Postgres refused a batch of job output (%s); writing it line by line", reason)
+
+        async def write(lines: list[tuple[Any, ...]], reports: dict[int, Any]) -> None:
+            done: set[int] = set()
+            await self.aux.run(
+                functools.partial(write_output, logs=lines, progress=reports, written=done),
+                what="write logs",
+                attempts=3,
+            )
+            written.update(done)
+
+        for line in logs:
+            try:
+                await write([line], {})
+            except (psycopg.Error, UnicodeError) as exc:
+                if not refused(exc):
+                    log.warning("job %s: dropped a log line after repeated failures", line[0])
+                    continue
+                note = f"[this line could not be stored: Postgres refused it ({why_refused(exc)})]"
+                with contextlib.suppress(psycopg.Error):
+                    await write([(*line[:-1], note)], {})
+        for job_id, report in progress.items():
+            with contextlib.suppress(psycopg.Error, UnicodeError):
+                await write([], {job_id: report})
 
     def _report_again(self, progress: dict[int, tuple[int, float, str]], written: set[int]) -> None:
         """Progress the flush could not write (its row locked, PROGRESS_UNLOCKED) goes
@@ -705,14 +855,59 @@ class Worker:
             for execution in list(self.inflight.values()):
                 definition = execution.definition
                 timeout = definition.idle_timeout if definition else None
-                if timeout and now - execution.touched_at > timeout:
-                    log.warning(
-                        "job %s: idle for more than %ss; %s",
-                        execution.job_id,
-                        timeout,
-                        "cancelling" if execution.is_async else "abandoning",
-                    )
-                    execution.cancel("idle timeout")
+                if (
+                    timeout
+                    and now - execution.touched_at > timeout
+                    and execution.cancel("idle timeout")
+                ):
+                    if execution.is_async:
+                        log.warning(
+                            "job %s: idle for more than %ss; cancelling", execution.job_id, timeout
+                        )
+                    else:
+                        self._abandon(execution, timeout)
+
+
+LOG_COLUMNS = ("job_ids", "attempts", "seqs", "streams", "levels", "ats", "texts")
+
+
+async def write_output(
+    conn: psycopg.AsyncConnection,
+    logs: list[tuple[Any, ...]],
+    progress: dict[int, tuple[int, float, str]],
+    written: set[int],
+) -> None:
+    """Write log lines and progress reports in one transaction; `written` gets the jobs
+    whose report was written (a report on a row another transaction holds is not)."""
+    async with conn.transaction():
+        if logs:
+            columns = [list(c) for c in zip(*logs, strict=True)]
+            await conn.execute(sql.INSERT_LOGS, dict(zip(LOG_COLUMNS, columns, strict=True)))
+        if progress:
+            ids = list(progress)
+            cur = await conn.execute(
+                sql.PROGRESS_UNLOCKED,
+                {
+                    "ids": ids,
+                    "tokens": [progress[i][0] for i in ids],
+                    "fractions": [progress[i][1] for i in ids],
+                    "messages": [progress[i][2] for i in ids],
+                },
+            )
+            written.clear()
+            written.update(row[0] for row in await cur.fetchall())
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether Postgres (or psycopg, before sending) refused the data of a statement:
+    SQLSTATE class 22 or 23, or text that cannot be encoded. Sent again, it fails again."""
+    return isinstance(exc, psycopg.DataError | psycopg.IntegrityError | UnicodeError)
+
+
+def why_refused(exc: BaseException) -> str:
+    sqlstate = getattr(exc, "sqlstate", None)
+    text = " ".join(str(exc).split())[:300]
+    return storable(f"{sqlstate}: {text}" if sqlstate else text)
 
 
 @dataclass
@@ -770,6 +965,20 @@ class SettleBatch:
                 continue
             getattr(batch, outcome.kind).append(outcome)
         return batch
+
+    def settle_in(self, script: Script) -> None:
+        """Add the settle's transaction to `script`, and the refresh of its flows."""
+        if self:
+            script.raw("BEGIN")
+            self.add_to(script)
+            script.raw("COMMIT")
+        if self.flows:
+            # Again after the commit, with a fresh snapshot: two workers settling the
+            # last nodes of a flow at once each see the other's node still live inside
+            # their transactions, and neither would end the flow. The refresh that
+            # starts last sees both commits.
+            script.add(REFRESH_FLOWS, [self.flows])
+            script.add(RELEASE_COUNTED, [self.flows])
 
     def add_to(self, script: Script) -> None:
         """Add the settle statements to a transaction `script` has begun."""

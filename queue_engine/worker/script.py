@@ -68,6 +68,8 @@ def literal(value: Any) -> str:
     if isinstance(value, list | tuple):
         value = sql.array_literal(value)
     text = str(value)
+    if "\x00" in text:  # the message would end there: refused as a bound value would be
+        raise psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
     if "\\" in text or "'" in text:
         return "E'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
     return "'" + text + "'"
