@@ -148,7 +148,7 @@ class Execution:
             self.write_log(stream, line)
 
     def flush_streams(self) -> None:
-        for stream, rest in self._partial.items():
+        for stream, rest in list(self._partial.items()):  # an abandoned thread may write on
             if rest:
                 self.write_log(stream, rest)
         self._partial.clear()
