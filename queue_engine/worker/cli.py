@@ -126,9 +126,10 @@ def declare_settings() -> None:
 
     from queue_engine.ops_queues import declare_configured as declare_queues
     from queue_engine.schedules import ScheduleError, declare_configured
+    from queue_engine.worker.outage import OUTAGE, retry_waits
 
     log = logging.getLogger("queue_engine.worker")
-    delay = 0.1
+    waits = retry_waits()
     while True:
         try:
             queues = declare_queues()
@@ -136,12 +137,11 @@ def declare_settings() -> None:
         except (ScheduleError, ImproperlyConfigured) as exc:
             sys.exit(f"runworker: {exc}")
         except OperationalError as exc:
-            reason = " ".join(str(exc).split())[:200]
-            log.warning("settings: cannot reach Postgres (%s); retrying in %.1fs", reason, delay)
+            OUTAGE.lost("settings", exc, None)
             connection.close()
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)
+            time.sleep(next(waits))
             continue
+        OUTAGE.back("settings")
         connection.close()  # the worker's own connections take over from here
         for queue, fields in queues.items():
             log.info("queue %s: %s set from settings", queue, ", ".join(fields))

@@ -17,6 +17,7 @@ import psycopg
 
 from queue_engine import sql, sql_flows
 from queue_engine.worker import services
+from queue_engine.worker.outage import retry_waits
 from queue_engine.worker.store import Connection
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class Leader:
         self._last_sweep = 0.0
 
     async def run(self) -> None:
+        waits = retry_waits()
         while True:
             try:
                 conn = await self.connection.get()
@@ -82,17 +84,18 @@ class Leader:
                         log.info("worker %s is now the leader", self.worker.worker_id)
                 if self.is_leader:
                     await self.tick(conn)
-                    await asyncio.sleep(PROMOTE_INTERVAL)
-                else:
-                    await asyncio.sleep(ELECTION_INTERVAL)
+                waits = retry_waits()  # this went through: the next failure retries at once
+                await asyncio.sleep(PROMOTE_INTERVAL if self.is_leader else ELECTION_INTERVAL)
             except asyncio.CancelledError:
                 raise
             except psycopg.Error as exc:
+                # Closing the connection releases the lock: another worker may win it now,
+                # or this one again as soon as Postgres answers.
                 if self.is_leader:
-                    log.warning("leader: %s; leadership dropped", " ".join(str(exc).split())[:200])
+                    log.debug("worker %s: leadership dropped", self.worker.worker_id)
                 self.is_leader = False
-                await self.connection.close()
-                await asyncio.sleep(ELECTION_INTERVAL)
+                await self.connection.lost(exc)
+                await asyncio.sleep(next(waits))
 
     async def tick(self, conn: psycopg.AsyncConnection) -> None:
         await self._promote(conn)

@@ -24,6 +24,7 @@ from queue_engine.payloads import storable
 from queue_engine.worker import capture
 from queue_engine.worker.execution import Execution, Outcome, error_json
 from queue_engine.worker.leader import Leader, count_down_more
+from queue_engine.worker.outage import describe, retry_waits
 from queue_engine.worker.script import Prepared, Script
 from queue_engine.worker.store import Connection
 
@@ -655,11 +656,13 @@ class Worker:
 
     async def _listen_loop(self) -> None:
         wanted = set(self.options.queues)
+        waits = retry_waits()
         while True:
             try:
                 conn = await self.listener.get()
                 await conn.execute("LISTEN qe_wake")
                 await conn.execute("LISTEN qe_control")
+                waits = retry_waits()  # listening: the next loss is retried at once
                 self.maybe_more = True
                 self.wakeup.set()  # catch up on what we missed while not listening
                 async for note in conn.notifies():
@@ -672,12 +675,8 @@ class Worker:
             except asyncio.CancelledError:
                 raise
             except psycopg.Error as exc:
-                log.warning(
-                    "listener: %s; reconnecting (polling meanwhile)",
-                    " ".join(str(exc).split())[:200],
-                )
-                await self.listener.close()
-                await asyncio.sleep(0.5)
+                await self.listener.lost(exc)  # the lanes poll meanwhile
+                await asyncio.sleep(next(waits))
 
     def _on_control(self, payload: str) -> None:
         try:
@@ -706,8 +705,12 @@ class Worker:
             if time.monotonic() - last < interval:
                 continue
             last = time.monotonic()
-            with contextlib.suppress(psycopg.Error):  # logged by run(); the next beat retries
-                await self.aux.run(self._heartbeat, what="heartbeat", attempts=1)
+            # A beat that loses its connection goes again as soon as Postgres answers, not
+            # a beat later: run() retries it.
+            try:
+                await self.aux.run(self._heartbeat, what="heartbeat")
+            except psycopg.Error as exc:
+                log.warning("heartbeat: %s; trying again at the next beat", describe(exc))
 
     async def _heartbeat(self, conn: psycopg.AsyncConnection) -> None:
         executions = list(self.inflight.values())

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import psycopg
 from psycopg import errors
+
+from queue_engine.worker.outage import OUTAGE, describe, retry_waits
 
 log = logging.getLogger("queue_engine.worker")
 T = TypeVar("T")
@@ -27,6 +29,7 @@ class Connection:
         self.settings = settings  # SET statements run on every new connection
         self.conn: psycopg.AsyncConnection | None = None
         self.pid: int | None = None
+        self.opened_at: float | None = None  # time.monotonic() of the last connect
         # One caller at a time: coroutines that share this connection (heartbeat, log
         # flush, burst promotion; a lane and a shutdown release) must not interleave
         # their transaction blocks (psycopg raises OutOfOrderTransactionNesting), nor
@@ -36,7 +39,7 @@ class Connection:
     async def get(self) -> psycopg.AsyncConnection:
         if self.conn is not None and not self.conn.closed and not self.conn.broken:
             return self.conn
-        delay = 0.1
+        waits = retry_waits()
         while True:
             try:
                 self.conn = await psycopg.AsyncConnection.connect(
@@ -51,20 +54,28 @@ class Connection:
                 await self.conn.execute("SET jit = off")
                 for setting in self.settings:
                     await self.conn.execute(setting)
-                return self.conn
             except psycopg.OperationalError as exc:
-                reason = " ".join(str(exc).split())[:200]
-                log.warning(
-                    "%s: cannot reach Postgres (%s); retrying in %.1fs", self.purpose, reason, delay
-                )
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                OUTAGE.lost(self.purpose, exc, self.opened_at)
+                await self.close()
+                await asyncio.sleep(next(waits))
+            else:
+                self.opened_at = time.monotonic()
+                OUTAGE.back(self.purpose)
+                return self.conn
 
     async def close(self) -> None:
         if self.conn is not None:
             with contextlib.suppress(Exception):  # closing a broken connection may fail
                 await self.conn.close()
             self.conn = None
+
+    async def lost(self, exc: psycopg.Error) -> None:
+        """Close the connection after `exc`; get() opens another."""
+        if self.conn is None or self.conn.broken or self.conn.closed:
+            OUTAGE.lost(self.purpose, exc, self.opened_at)
+        else:  # a statement failed (a timeout, say), not the connection
+            log.warning("%s: %s; reconnecting", self.purpose, describe(exc))
+        await self.close()
 
     async def run(
         self,
@@ -78,7 +89,7 @@ class Connection:
         `attempts=0` retries until it succeeds; only pass idempotent actions.
         """
         tried = 0
-        delay = 0.01
+        waits = retry_waits()
         while True:
             tried += 1
             async with self._lock:
@@ -89,11 +100,8 @@ class Connection:
                     log.info("%s: %s; retrying", what, exc.sqlstate)
                     failure: Exception = exc
                 except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                    reason = " ".join(str(exc).split())[:200]
-                    log.warning("%s: connection lost (%s); reconnecting", what, reason)
-                    await self.close()
+                    await self.lost(exc)
                     failure = exc
             if attempts and tried >= attempts:
                 raise failure
-            await asyncio.sleep(delay * (1 + random.random()))
-            delay = min(delay * 2, 2.0)
+            await asyncio.sleep(next(waits))
