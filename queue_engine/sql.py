@@ -643,7 +643,9 @@ WITH due AS (
 ), woken AS (
     SELECT pg_notify('qe_wake', queue) FROM (SELECT DISTINCT queue FROM promoted) q
 )
-SELECT p.queue FROM promoted p LEFT JOIN (SELECT count(*) FROM woken) w ON true
+-- In the select list, where it must run once for the rows to be returned: referenced
+-- through a join on true, Postgres dropped the join and woke no one.
+SELECT p.queue, (SELECT count(*) FROM woken) AS woken FROM promoted p
 """
 
 # Expired leases: back to available with the lost attempt recorded, unless the

@@ -280,3 +280,17 @@ def test_an_atomic_block_result_that_is_not_json_rolls_the_block_back(
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM test_effects")
         assert cursor.fetchone()[0] == 0
+
+
+# --- a scheduled job wakes the workers when its time comes --------------------------------
+
+
+def test_a_delayed_job_starts_on_time_without_waiting_for_a_poll(workers: Workers) -> None:
+    workers.start("--queues", "math", "--poll-interval", "30")
+    time.sleep(2)  # started, leader, idle
+    job = jobs.add.using(delay=1).enqueue(a=2, b=2)
+
+    done = ended(job.id, timeout=10)
+
+    assert done.started_at is not None and done.run_at is not None
+    assert (done.started_at - done.run_at).total_seconds() < 0.8
