@@ -17,6 +17,7 @@ import json
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -803,3 +804,23 @@ def test_worker_waits_for_a_database_that_is_down_at_start(private_pg) -> None: 
     check_one_note_per_outage(pool.output(), 1)  # not a line per try
     pool.stop_all()
     assert proc.returncode == 0, tail(pool.output())
+
+
+def test_a_worker_told_to_stop_while_postgres_is_down_exits_in_time(private_pg) -> None:  # type: ignore[no-untyped-def]
+    server, pool = private_pg
+    enqueue_private(server, pool, 1, {"pause": 30})
+    proc = pool.start("--queues", "record", "--shutdown-timeout", "2")
+    wait_for(
+        lambda: server.scalar("SELECT count(*) FROM queue_engine_job WHERE state = 'running'"),
+        timeout=30,
+        message="the job to start",
+    )
+
+    server.stop()
+    proc.send_signal(signal.SIGTERM)
+    signalled = time.monotonic()
+    proc.wait(timeout=30)
+    lived = time.monotonic() - signalled
+
+    assert lived < 2 + 4, tail(pool.output())
+    assert "come back after their lease" in pool.output()

@@ -43,6 +43,11 @@ SHUTDOWN_GRACE = 0.5
 # A job given back while its plain function still runs is claimable again only this
 # much later: the process exits right after the release, and its threads with it.
 RELEASE_FENCE = 1.0
+# How long a stopping worker waits for Postgres to give jobs back, settle and say
+# goodbye; out of reach longer, it leaves that to the leases. And a backstop: a stop
+# that overruns the shutdown timeout by STOP_OVERDUE ends the process there.
+STOP_PATIENCE = 1.0
+STOP_OVERDUE = SHUTDOWN_GRACE + 3 * STOP_PATIENCE
 
 # The claim lanes' sessions. Their statements are prepared once per connection (see
 # worker/script.py) and each is planned once too, not for every call: under the default
@@ -195,11 +200,34 @@ class Worker:
         )
         self.stopping = True
         self.wakeup.set()
+        asyncio.get_running_loop().call_later(
+            self.options.shutdown_timeout + STOP_OVERDUE, self._overdue
+        )
+
+    def _overdue(self) -> None:
+        log.warning(
+            "stopping took more than %.1fs past the shutdown timeout (Postgres out of "
+            "reach?): exiting now; jobs not given back come back after their lease",
+            STOP_OVERDUE,
+        )
+        logging.shutdown()
+        os._exit(1)
 
     async def _stop(self) -> None:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        try:
+            await asyncio.wait_for(self._goodbye(), STOP_PATIENCE)
+        except TimeoutError:
+            log.warning("Postgres did not answer while stopping: last log lines not written")
+        for conn in (self.claimer, *self._extra_lanes, self.aux, self.listener, self.releaser):
+            await conn.close()
+        await self.leader.close()
+        self.threads.shutdown(wait=False, cancel_futures=True)
+        log.info("worker %s stopped (%d jobs claimed)", self.worker_id, self.claimed_total)
+
+    async def _goodbye(self) -> None:
         await self._flush()
         with contextlib.suppress(psycopg.Error):
             await self.aux.run(
@@ -207,11 +235,6 @@ class Worker:
                 what="unregister",
                 attempts=3,
             )
-        for conn in (self.claimer, *self._extra_lanes, self.aux, self.listener, self.releaser):
-            await conn.close()
-        await self.leader.close()
-        self.threads.shutdown(wait=False, cancel_futures=True)
-        log.info("worker %s stopped (%d jobs claimed)", self.worker_id, self.claimed_total)
 
     async def _register(self) -> None:
         await self.aux.run(
@@ -575,10 +598,25 @@ class Worker:
         while self.inflight and time.monotonic() < grace:
             await self._wait(grace, SHUTDOWN_GRACE)
         outcomes, self.outcomes = self.outcomes, []
-        if outcomes:
-            await self._settle_and_claim(lane, outcomes, 0)
         running = list(self.inflight.values())
         self.inflight.clear()
+        try:
+            await asyncio.wait_for(self._hand_over(lane, outcomes, running), STOP_PATIENCE)
+        except TimeoutError:
+            log.warning(
+                "Postgres did not answer while giving jobs back: %d job(s) come back after "
+                "their lease",
+                len(outcomes) + len(running),
+            )
+        for execution in running:
+            if execution.task is not None:
+                execution.task.cancel()
+
+    async def _hand_over(
+        self, lane: Connection, outcomes: list[Outcome], running: list[Execution]
+    ) -> None:
+        if outcomes:
+            await self._settle_and_claim(lane, outcomes, 0)
         if not running:
             return
         threads = [e for e in running if e in self.handler_threads]
@@ -595,9 +633,6 @@ class Worker:
         ):
             if items:
                 await self._release(lane, statement, items, extra)
-        for execution in running:
-            if execution.task is not None:
-                execution.task.cancel()
 
     async def _release(
         self,
