@@ -5,24 +5,28 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group, User
+from django.contrib.sessions.models import Session
 from django.db import connection
 from django.test import Client, override_settings
 
 from queue_engine import ops, sql
+from queue_engine.console import socket_access
 from queue_engine.console.bridge import bridge, messages_for
+from queue_engine.console.consumers import LiveConsumer
 from queue_engine.console.roles import ensure_roles
 from queue_engine.models import Job, JobLog
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ORIGIN = (b"origin", b"http://testserver")
+SignIn = Callable[[str | None], tuple[User, str]]
 
 
 def asgi_application() -> Any:
@@ -56,18 +60,28 @@ async def live_bridge(stop_bridge: None) -> None:
 
 
 @pytest.fixture
-def session_cookie(transactional_db: None) -> Callable[[str | None], bytes]:
+def signed_in(transactional_db: None) -> SignIn:
+    """A new user in the given role (or none) and the key of their session."""
     ensure_roles()
 
-    def login(role: str | None) -> bytes:
-        user = User.objects.create_user(f"ws-{role}")
+    def login(role: str | None) -> tuple[User, str]:
+        user = User.objects.create_user(f"ws-{role}-{User.objects.count()}")
         if role:
             user.groups.add(Group.objects.get(name=role))
         client = Client()
         client.force_login(user)
-        return f"sessionid={client.cookies['sessionid'].value}".encode()
+        return user, client.cookies["sessionid"].value
 
     return login
+
+
+@pytest.fixture
+def session_cookie(signed_in: SignIn) -> Callable[[str | None], bytes]:
+    return lambda role: cookie_for(signed_in(role)[1])
+
+
+def cookie_for(session_key: str) -> bytes:
+    return f"sessionid={session_key}".encode()
 
 
 def socket(path: str, *headers: tuple[bytes, bytes]) -> WebsocketCommunicator:
@@ -305,3 +319,122 @@ async def test_a_live_update_past_the_statement_timeout_is_skipped(  # type: ign
 
     assert elapsed < 6, f"the slow update held the database for {elapsed:.1f}s"
     assert "ran past CONSOLE_STATEMENT_TIMEOUT" in caplog.text
+
+
+# --- access lost while the socket is open -----------------------------------------------
+
+
+async def open_socket(signed_in: SignIn, role: str, path: str = "/ws/overview/") -> Any:
+    """A socket that has had its first push (the jobs list's waits for the page's rows),
+    its user and their session key."""
+    user, session_key = await database_sync_to_async(signed_in)(role)
+    communicator = socket(path, (b"cookie", cookie_for(session_key)))
+    connected, _ = await communicator.connect()
+    assert connected
+    if path != "/ws/jobs/":
+        await receive_until(communicator, "hx-swap-oob")
+    return communicator, user, session_key
+
+
+async def close_code(communicator: WebsocketCommunicator, timeout: float) -> int:
+    """The code the server closes the socket with, within `timeout` seconds; fragments
+    pushed before it are skipped."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while (left := deadline - loop.time()) > 0:
+        try:
+            output = await communicator.receive_output(timeout=left)
+        except TimeoutError:
+            break
+        if output["type"] == "websocket.close":
+            return int(output.get("code", 1000))
+    raise AssertionError(f"the socket was still open {timeout}s later")
+
+
+# How a user loses access while a page is open, and the code the page's socket closes with.
+LOSING_ACCESS: dict[str, tuple[Callable[[User, str], Awaitable[object]], int]] = {
+    "leaves the viewer group": (lambda user, _: user.groups.aclear(), 4403),
+    "is made inactive": (
+        lambda user, _: User.objects.filter(pk=user.pk).aupdate(is_active=False),
+        4401,
+    ),
+    "is signed out elsewhere": (
+        lambda _, key: Session.objects.filter(session_key=key).adelete(),
+        4401,
+    ),
+}
+
+
+@pytest.mark.parametrize("how", LOSING_ACCESS)
+async def test_an_open_socket_closes_within_5s_when_its_user(  # type: ignore[no-untyped-def]
+    how, signed_in, stop_bridge
+) -> None:
+    change, expected_code = LOSING_ACCESS[how]
+    job = await Job.objects.acreate(kind="tests.noop", queue="ws")
+    communicator, user, session_key = await open_socket(signed_in, "viewer", f"/ws/jobs/{job.id}/")
+    loop = asyncio.get_running_loop()
+
+    changed_at = loop.time()
+    await change(user, session_key)
+    code = await close_code(communicator, timeout=6)
+    after = loop.time() - changed_at
+
+    assert code == expected_code
+    assert after < 5
+    await communicator.disconnect()
+
+
+async def test_a_message_from_the_page_checks_access_at_once(  # type: ignore[no-untyped-def]
+    signed_in, stop_bridge, monkeypatch
+) -> None:
+    monkeypatch.setattr(LiveConsumer, "access_every", 60.0)  # only the message can notice
+    job = await Job.objects.acreate(kind="tests.noop", queue="ws", name="still secret")
+    communicator, _, session_key = await open_socket(signed_in, "viewer", "/ws/jobs/")
+    await Session.objects.filter(session_key=session_key).adelete()
+
+    rows = {"rows": [[job.id, "stale:0"]], "query": "queue=ws"}
+    await communicator.send_to(text_data=json.dumps(rows))
+    output = await communicator.receive_output(timeout=1)
+
+    assert output == {"type": "websocket.close", "code": socket_access.SIGNED_OUT}
+    assert await communicator.receive_nothing(timeout=0.5)  # and no row was rendered
+    await communicator.disconnect()
+
+
+async def test_sockets_of_people_still_allowed_stay_open(  # type: ignore[no-untyped-def]
+    signed_in, stop_bridge, monkeypatch
+) -> None:
+    monkeypatch.setattr(LiveConsumer, "access_every", 0.2)
+    communicator, _, _ = await open_socket(signed_in, "operator")
+
+    await communicator.send_to(text_data=json.dumps({"visible": True}))
+
+    await receive_until(communicator, 'id="queues"')
+    assert await communicator.receive_nothing(timeout=1.0)
+    await communicator.disconnect()
+
+
+def test_a_password_change_elsewhere_signs_the_session_out(signed_in: SignIn) -> None:
+    user, session_key = signed_in("viewer")
+    assert socket_access.read_standing(session_key, user.pk) is None
+
+    user.set_password("a new one")
+    user.save()
+
+    assert socket_access.read_standing(session_key, user.pk) == socket_access.SIGNED_OUT
+
+
+def test_superusers_need_no_group(signed_in: SignIn) -> None:
+    user, session_key = signed_in(None)
+    assert socket_access.read_standing(session_key, user.pk) == socket_access.NOT_A_VIEWER
+
+    User.objects.filter(pk=user.pk).update(is_superuser=True)
+
+    assert socket_access.read_standing(session_key, user.pk) is None
+
+
+def test_a_session_of_another_user_is_not_theirs(signed_in: SignIn) -> None:
+    user, _ = signed_in("viewer")
+    _, someone_elses = signed_in("viewer")
+
+    assert socket_access.read_standing(someone_elses, user.pk) == socket_access.SIGNED_OUT

@@ -5,6 +5,10 @@ second it re-reads the database and sends the fragments that may have
 changed. On connect, on a bridge reconnect and when the tab becomes visible
 again it sends everything (the database is the truth, hints get lost). A
 slow timer catches what the engine does not announce (a claim, a promotion).
+
+Access is checked on connect, again every `access_every` seconds and on every
+message from the page; a socket whose user lost it is closed with a code the
+page tells apart from a restart (see `socket_access`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from queue_engine import tracking
-from queue_engine.console import queries
+from queue_engine.console import queries, socket_access
 from queue_engine.console.bridge import EVERYONE, OVERVIEW, bridge, flow_group, job_group
 from queue_engine.console.charts import Trend
 from queue_engine.console.roles import VIEW
@@ -50,6 +54,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
 
     min_interval = 0.3  # seconds between two pushes
     refresh_every = 5.0  # seconds between pushes with no hint at all
+    access_every = 2.0  # seconds between two checks that the user may still see the console
 
     def live_groups(self) -> list[str]:
         return [EVERYONE]
@@ -69,6 +74,9 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         if not await database_sync_to_async(user.has_perm)(VIEW) or not await self.setup():
             await self.close()
             return
+        self.user_id: int = user.pk
+        self.session_key: str | None = self.scope["session"].session_key
+        self.allowed = True
         self.visible = True
         self.dirty: set[str] = set()
         self.last_push = 0.0
@@ -85,25 +93,48 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         await self.accept()
         self.request(FULL)
         self.ticker = asyncio.create_task(self.tick())
+        self.guard = asyncio.create_task(self.keep_checking_access())
 
     async def disconnect(self, code: int) -> None:
         for group in getattr(self, "joined", []):
             await self.channel_layer.group_discard(group, self.channel_name)
-        for task in (getattr(self, "ticker", None), getattr(self, "flusher", None)):
+        for task in (getattr(self, name, None) for name in ("ticker", "flusher", "guard")):
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if not await self.still_allowed(fresh=True):
+            return
         try:
             message = json.loads(text_data or "")
         except ValueError:
             return
-        if isinstance(message, dict) and "visible" in message:
+        if isinstance(message, dict):
+            await self.handle(message)
+
+    async def handle(self, message: dict[str, Any]) -> None:
+        if "visible" in message:
             self.visible = bool(message["visible"])
             if self.visible:
                 self.request(FULL)
+
+    async def keep_checking_access(self) -> None:
+        while True:
+            await asyncio.sleep(self.access_every)
+            if not await self.still_allowed(fresh=False):
+                return
+
+    async def still_allowed(self, *, fresh: bool) -> bool:
+        """False, with the socket closing, once the user may no longer see the console."""
+        if not self.allowed:
+            return False
+        code = await socket_access.access_lost(self.session_key, self.user_id, fresh=fresh)
+        if code is not None and self.allowed:
+            self.allowed = False
+            await self.close(code=code)
+        return self.allowed
 
     async def console_hint(self, event: dict[str, Any]) -> None:
         self.request(str(event.get("kind", "jobs")))
@@ -118,14 +149,14 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
 
     async def flush(self) -> None:
         loop = asyncio.get_running_loop()
-        while self.dirty and self.visible:
+        while self.dirty and self.visible and self.allowed:
             wait = self.last_push + self.min_interval - loop.time()
             if wait > 0:
                 await asyncio.sleep(wait)
             dirty, self.dirty = self.dirty, set()
             self.last_push = loop.time()
             html = await database_sync_to_async(self.render_limited)(dirty)
-            if html:
+            if html and self.allowed:
                 await self.send(text_data=html)
 
     def render_limited(self, dirty: set[str]) -> str:
@@ -289,12 +320,8 @@ class JobsConsumer(LiveConsumer):
     def live_groups(self) -> list[str]:
         return [EVERYONE, OVERVIEW]
 
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        try:
-            message = json.loads(text_data or "")
-        except ValueError:
-            return
-        if isinstance(message, dict) and isinstance(message.get("rows"), list):
+    async def handle(self, message: dict[str, Any]) -> None:
+        if isinstance(message.get("rows"), list):
             self.shown = {
                 row[0]: str(row[1])
                 for row in message["rows"][: self.max_rows]
@@ -304,7 +331,7 @@ class JobsConsumer(LiveConsumer):
             self.newer_sent = (0, False)  # a fresh list shows no notice
             self.request(FULL)
             return
-        await super().receive(text_data, bytes_data)
+        await super().handle(message)
 
     def render(self, dirty: set[str]) -> str:
         if self.query is None:  # the page has not said what it shows yet
