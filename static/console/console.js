@@ -153,9 +153,40 @@
     if (document.hidden) wrapper.send(JSON.stringify({ visible: false }));
     document.querySelectorAll("[data-live]").forEach(function (el) { el.classList.add("on"); el.title = "Live"; });
   });
-  document.addEventListener("htmx:wsClose", function () {
-    document.querySelectorAll("[data-live]").forEach(function (el) { el.classList.remove("on"); el.title = "Reconnecting"; });
+  // The server closes with these codes when the user may no longer see the console; htmx does
+  // not reconnect on them. Reloading lets the server decide: the sign-in page (with ?next=) for
+  // 4401, the page naming the missing role for 4403.
+  var ACCESS_LOST = {
+    4401: "You were signed out, so this page stopped updating. Taking you to the sign-in page\u2026",
+    4403: "Your console role was removed, so this page stopped updating. Reloading\u2026"
+  };
+  var RELOAD_AFTER_MS = 3000;
+  document.addEventListener("htmx:wsClose", function (event) {
+    var closed = event.detail && event.detail.event;
+    var lost = closed ? ACCESS_LOST[closed.code] : undefined;
+    document.querySelectorAll("[data-live]").forEach(function (el) {
+      el.classList.remove("on");
+      el.title = lost ? "Disconnected" : "Reconnecting";
+      if (lost && el.textContent) el.textContent = "Disconnected";
+    });
+    if (lost) accessLost(lost);
   });
+  function accessLost(text) {
+    if (document.querySelector("[data-access-lost]")) return;
+    var note = document.createElement("p");
+    note.className = "flash flash-error";
+    note.setAttribute("role", "alert");
+    note.setAttribute("data-access-lost", "");
+    note.textContent = text + " ";
+    var now = document.createElement("a");
+    now.href = location.href;
+    now.textContent = "Go now";
+    note.appendChild(now);
+    var main = document.getElementById("main") || document.body;
+    main.insertBefore(note, main.firstChild);
+    // assign, not reload: a GET even if the page came from a form.
+    setTimeout(function () { location.assign(location.href); }, RELOAD_AFTER_MS);
+  }
   document.addEventListener("visibilitychange", function () {
     var message = JSON.stringify({ visible: !document.hidden });
     sockets.forEach(function (wrapper) {

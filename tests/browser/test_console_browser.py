@@ -331,3 +331,26 @@ def test_requeue_a_failed_flow_from_its_page(
     assert "1 dead or cancelled node run again" in confirmation
     assert JobRecord.objects.get(flow_id=flow_id, node_key="email").result == 3
     assert not page.errors
+
+
+def test_a_page_signed_out_elsewhere_says_so_and_goes_to_sign_in(
+    new_page: Any, server: Server
+) -> None:
+    from django.contrib.sessions.models import Session
+
+    job = Job.objects.create(kind="tests.noop", queue="browser", name="open in a tab")
+    page = new_page("viewer")
+    page.goto(f"{server.url}/jobs/{job.id}/")
+    page.wait_for_selector("[data-live].on")
+
+    Session.objects.all().delete()  # the only session: "log out" in another browser
+    notice = page.wait_for_selector("[data-access-lost]", timeout=5000)
+    text = notice.inner_text()
+    live = page.get_attribute("[data-live]", "class")
+    screenshot(page, "job-signed-out")
+    page.wait_for_url(f"{server.url}/login/?next=/jobs/{job.id}/", timeout=10000)
+
+    assert "You were signed out, so this page stopped updating" in text
+    assert live is not None and "on" not in live.split()
+    assert page.is_visible("#id_username")
+    assert not page.errors
