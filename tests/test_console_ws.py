@@ -111,21 +111,28 @@ def notify(payload: dict[str, object]) -> None:
         cursor.execute(sql.NOTIFY_EVENT, [json.dumps(payload)])
 
 
-async def test_anonymous_sockets_are_refused(stop_bridge: None) -> None:
+async def closed_with(communicator: WebsocketCommunicator) -> int:
+    """Connect, and return the code the server closed with before it sent anything."""
+    connected, _ = await communicator.connect()
+    assert connected
+    message = await communicator.receive_output(timeout=5)
+    assert message["type"] == "websocket.close", message
+    return int(message["code"])
+
+
+async def test_anonymous_sockets_are_closed_as_signed_out(stop_bridge: None) -> None:
     communicator = socket("/ws/overview/")
 
-    connected, _ = await communicator.connect()
-
-    assert not connected
+    assert await closed_with(communicator) == socket_access.SIGNED_OUT
 
 
-async def test_users_without_a_console_role_are_refused(session_cookie, stop_bridge) -> None:  # type: ignore[no-untyped-def]
+async def test_users_without_a_console_role_are_closed_as_not_viewers(
+    session_cookie, stop_bridge
+) -> None:  # type: ignore[no-untyped-def]
     cookie = await database_sync_to_async(session_cookie)(None)
     communicator = socket("/ws/overview/", (b"cookie", cookie))
 
-    connected, _ = await communicator.connect()
-
-    assert not connected
+    assert await closed_with(communicator) == socket_access.NOT_A_VIEWER
 
 
 async def test_other_sites_cannot_open_a_socket(session_cookie, stop_bridge) -> None:  # type: ignore[no-untyped-def]
@@ -235,12 +242,10 @@ def test_notifications_map_to_groups() -> None:
     assert messages_for("qe_events", "not json") == []
 
 
-async def test_anonymous_jobs_list_sockets_are_refused(stop_bridge: None) -> None:
+async def test_anonymous_jobs_list_sockets_are_closed_as_signed_out(stop_bridge: None) -> None:
     communicator = socket("/ws/jobs/")
 
-    connected, _ = await communicator.connect()
-
-    assert not connected
+    assert await closed_with(communicator) == socket_access.SIGNED_OUT
 
 
 async def test_jobs_list_pushes_only_the_rows_that_changed(session_cookie, live_bridge) -> None:  # type: ignore[no-untyped-def]

@@ -68,10 +68,15 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
 
     async def connect(self) -> None:
         user = self.scope.get("user")
+        # Accepted, then closed with a code: a refused handshake tells the page nothing,
+        # and it would try again for ever; with the code it sends its user to sign in.
         if user is None or not user.is_authenticated:
-            await self.close()
+            await self.refuse(socket_access.SIGNED_OUT)
             return
-        if not await database_sync_to_async(user.has_perm)(VIEW) or not await self.setup():
+        if not await database_sync_to_async(user.has_perm)(VIEW):
+            await self.refuse(socket_access.NOT_A_VIEWER)
+            return
+        if not await self.setup():
             await self.close()
             return
         self.user_id: int = user.pk
@@ -94,6 +99,10 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         self.request(FULL)
         self.ticker = asyncio.create_task(self.tick())
         self.guard = asyncio.create_task(self.keep_checking_access())
+
+    async def refuse(self, code: int) -> None:
+        await self.accept()
+        await self.close(code=code)
 
     async def disconnect(self, code: int) -> None:
         for group in getattr(self, "joined", []):
