@@ -16,7 +16,7 @@
 | SHUTDOWN_TIMEOUT         | 30           | seconds running jobs get to finish on SIGTERM             |
 | FLOW_RELEASE_CHUNK       | 1000         | children of one flow node a settle counts down at once; the rest follow in chunks this size while the first run |
 | CONSOLE_MASKED_KEYS      | ["password", "token", "secret", "key", "auth", ...] | the console masks values whose key contains one of these words (any case) |
-| CONSOLE_STATEMENT_TIMEOUT | 3          | seconds a console query may run before the page asks to narrow the filter |
+| CONSOLE_STATEMENT_TIMEOUT | 3          | seconds a console or tracking query may run before the page asks to narrow the filter |
 | SCHEDULES                | {}           | recurring jobs declared when a worker starts (below)      |
 
 SCHEDULES maps a unique name to a schedule, declared idempotently by every

@@ -303,7 +303,16 @@ HISTORY_NEWER_IN_TIME_RANGE = f"""{_IN_TIME_RANGE}
  ORDER BY id LIMIT %(limit)s
 """
 
+# The console's statement timeout for the enclosing transaction only (is_local).
 STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %s, true)"
+# ... and for the rest of a console request (is_local false), JIT off as well: it
+# compiles any plan its estimate calls expensive, which a console query over a big
+# table's guessed row counts can be, and compiling takes longer than these queries
+# run (the workers turn it off for the same reason, worker/store.py).
+CONSOLE_SESSION = (
+    "SELECT set_config('statement_timeout', %s, false), set_config('jit', 'off', false)"
+)
+CONSOLE_SESSION_RESET = ("RESET statement_timeout", "RESET jit")
 
 # --- flows ----------------------------------------------------------------------------
 

@@ -5,8 +5,8 @@ exactly while it holds at most LIVE_SCAN jobs (above that, counts stop at
 COUNT_CAP where an index allows and the rest are estimated from a sample),
 history counts stop at COUNT_CAP and above it come from the metrics rollup,
 series read the rollup plus the few rows it has not seen yet,
-and the job list pages by id under a statement timeout. All times come from
-the database clock.
+and the job list pages by id under CONSOLE_STATEMENT_TIMEOUT
+(`statement_timeout.NarrowFilter` past it). All times come from the database clock.
 """
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ from __future__ import annotations
 import heapq
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from django.db import OperationalError, connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from queue_engine import sql_tracking as q
 from queue_engine.payloads import PayloadError, dump_json, text_problem
+from queue_engine.statement_timeout import time_limited
 
 LiveState = Literal["available", "scheduled", "running", "blocked"]
 EndedState = Literal["succeeded", "failed", "cancelled"]
@@ -45,15 +45,10 @@ MAX_POINTS = 200
 PAGE_SIZE = 50
 SCAN_IDS = 20_000  # ids a page with a text, payload or meta filter searches at most
 MAX_PAGE_SIZE = 500
-LIST_TIMEOUT_MS = 3000
 
 
 class TrackingError(ValueError):
     """A read that cannot be answered as asked."""
-
-
-class NarrowYourFilter(TrackingError):
-    """The job list ran past its statement timeout."""
 
 
 # --- counts ---------------------------------------------------------------------------
@@ -361,7 +356,7 @@ def list_jobs(
     Keyset pagination: `before=id` gives the page of older jobs, `after=id` the
     page of newer ones. With a text, payload or meta filter a page searches at
     most SCAN_IDS ids (see JobPage.partial), so it answers fast whatever the
-    history holds. Raises NarrowYourFilter past the statement timeout.
+    history holds. Raises NarrowFilter past CONSOLE_STATEMENT_TIMEOUT.
     """
     if before is not None and after is not None:
         raise TrackingError("Give before or after, not both.")
@@ -396,7 +391,7 @@ def list_jobs(
     for name, text in (("queue", where.queue), ("kind", where.kind), ("text", where.text)):
         if text is not None and (not isinstance(text, str) or text_problem(text) is not None):
             raise TrackingError(f"The {name} filter must be text Postgres can store, not {text!r}.")
-    with _statement_timeout(), connection.cursor() as cursor:
+    with time_limited(), connection.cursor() as cursor:
         history = (q.HISTORY_OLDER, q.HISTORY_NEWER)
         if where.since is not None and where.until is not None:
             cursor.execute(q.DATABASE_NOW)
@@ -453,21 +448,6 @@ def list_jobs(
 def _like(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
-
-
-@contextmanager
-def _statement_timeout() -> Iterator[None]:
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(q.STATEMENT_TIMEOUT, [f"{LIST_TIMEOUT_MS}ms"])
-            yield
-    except OperationalError as exc:
-        if "statement timeout" not in str(exc):
-            raise
-        raise NarrowYourFilter(
-            "Finding these jobs took too long; narrow your filter (a queue, a state, a kind "
-            "or a shorter time range)."
-        ) from None
 
 
 # --- flows ----------------------------------------------------------------------------
@@ -619,7 +599,7 @@ def list_flows(
     limit: int = PAGE_SIZE,
 ) -> FlowPage:
     """One page of flows, newest first, with their node counts; keyset pagination as in
-    `list_jobs`. Raises NarrowYourFilter past the statement timeout."""
+    `list_jobs`. Raises NarrowFilter past CONSOLE_STATEMENT_TIMEOUT."""
     if before is not None and after is not None:
         raise TrackingError("Give before or after, not both.")
     if not 1 <= limit <= MAX_PAGE_SIZE:
@@ -637,7 +617,7 @@ def list_flows(
         "after": after,
         "limit": limit + 1,
     }
-    with _statement_timeout(), connection.cursor() as cursor:
+    with time_limited(), connection.cursor() as cursor:
         cursor.execute(q.FLOWS_NEWER if after is not None else q.FLOWS_OLDER, params)
         rows = cursor.fetchall()
         more = len(rows) > limit
@@ -661,7 +641,7 @@ def list_flows(
 def flow_graph(flow_id: int, *, max_nodes: int = MAX_FLOW_NODES) -> FlowGraph | None:
     """A flow's nodes and edges with state, timings, attempts and output summaries;
     None when there is no such flow."""
-    with _statement_timeout(), connection.cursor() as cursor:
+    with time_limited(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT id, name, state, rerun_of, created_at, finished_at, removed_nodes "
             "FROM queue_engine_flow WHERE id = %s",

@@ -216,20 +216,6 @@ def test_jobs_list_pages_by_id_newer_and_older(viewer: Client, db: None) -> None
     assert listed(back) == listed(first)
 
 
-def test_a_slow_list_asks_to_narrow_the_filter(
-    viewer: Client, data: ConsoleData, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def too_slow(*args: object, **kwargs: object) -> None:
-        raise tracking.NarrowYourFilter("Finding these jobs took too long; narrow your filter.")
-
-    monkeypatch.setattr(tracking, "list_jobs", too_slow)
-
-    response = viewer.get("/jobs/?q=x")
-
-    assert response.status_code == 200
-    assert "narrow your filter" in text_of(response)
-
-
 def test_htmx_filter_requests_get_only_the_results(viewer: Client, data: ConsoleData) -> None:
     response = viewer.get(
         "/jobs/?state=failed", headers={"HX-Request": "true", "HX-Target": "job-results"}

@@ -1,10 +1,10 @@
-"""Every console page's queries run under CONSOLE_STATEMENT_TIMEOUT.
+"""Every console page's queries run under CONSOLE_STATEMENT_TIMEOUT (`statement_timeout`).
 
 A page whose queries run past it answers 503 with a page that says what to do
 (narrow the filter, or a shorter time window) rather than a bare 500, and the
 connection gets its default timeout back whatever happened (it may go back to
-a pool). Confirmations and the jobs list also time-limit their own queries
-(`queries.time_limited`) to turn a timeout into a message on the same page.
+a pool). Lists and confirmations that show the message on their own page catch
+`NarrowFilter` themselves.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from django.db import DatabaseError, OperationalError, connection
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from queue_engine.conf import option
+from queue_engine import statement_timeout
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +34,8 @@ class ConsoleStatementTimeout:
             return self.get_response(request)
         finally:
             if getattr(request, TIMED, False):
-                with contextlib.suppress(DatabaseError), connection.cursor() as cursor:
-                    cursor.execute("RESET statement_timeout")
-                    cursor.execute("RESET jit")
+                with contextlib.suppress(DatabaseError):
+                    statement_timeout.reset_session()
 
     def process_view(
         self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any
@@ -44,32 +43,21 @@ class ConsoleStatementTimeout:
         match = request.resolver_match
         if match is None or match.app_name != "console":
             return
-        milliseconds = int(float(option("CONSOLE_STATEMENT_TIMEOUT")) * 1000)
-        # JIT off as well: it compiles any plan its estimate calls expensive, which a
-        # console query over a big table's guessed row counts can be, and compiling
-        # takes longer than these queries run (the workers turn it off for the same
-        # reason, worker/store.py).
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT set_config('statement_timeout', %s, false),"
-                " set_config('jit', 'off', false)",
-                [str(milliseconds)],
-            )
+        statement_timeout.limit_session()
         setattr(request, TIMED, True)
 
     def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
-        if not getattr(request, TIMED, False) or not isinstance(exc, OperationalError):
+        if not getattr(request, TIMED, False):
             return None
-        if "statement timeout" not in str(exc):
+        if not (
+            isinstance(exc, statement_timeout.NarrowFilter) or statement_timeout.timed_out(exc)
+        ):
             return None
         log.warning(
             "console %s: a query ran past CONSOLE_STATEMENT_TIMEOUT (%ss); answered 503",
             request.path,
-            option("CONSOLE_STATEMENT_TIMEOUT"),
+            statement_timeout.seconds(),
         )
         return render(
-            request,
-            "console/timeout.html",
-            {"seconds": option("CONSOLE_STATEMENT_TIMEOUT")},
-            status=503,
+            request, "console/timeout.html", {"seconds": statement_timeout.seconds()}, status=503
         )

@@ -1,8 +1,8 @@
 """The console's read side: bounded queries, keyset pages, capped counts.
 
 Nothing here counts the whole history table: counts on it stop at a cap, lists
-page by id, and every page's queries run under a statement timeout
-(`CONSOLE_STATEMENT_TIMEOUT`) that turns into a "narrow your filter" message.
+page by id, and every page's queries run under CONSOLE_STATEMENT_TIMEOUT
+(`statement_timeout`), past which `NarrowFilter` says to narrow the filter.
 """
 
 from __future__ import annotations
@@ -10,20 +10,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import psycopg
-from django.db import OperationalError, connection, transaction
+from django.db import connection
 from django.db.models import DateTimeField, F, QuerySet, Value
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from queue_engine import sql_tracking, tracking
-from queue_engine.conf import option
 from queue_engine.models import AuditEvent, Job, JobLog, JobRecord, QueueConfig, WorkerProcess
+from queue_engine.statement_timeout import NarrowFilter as NarrowFilter
+from queue_engine.statement_timeout import time_limited as time_limited
 
 LIVE_STATES = ("available", "scheduled", "running", "blocked")
 ENDED_STATES = ("succeeded", "failed", "cancelled")
@@ -46,33 +45,6 @@ SELECT queue, COALESCE(errors->-1->>'class', '') AS error_class, count(*) AS n,
 
 LAST_ERROR_CLASS = "COALESCE(errors->-1->>'class', '')"
 LAST_ERROR_MESSAGE = "left(errors->-1->>'message', 300)"
-
-
-class NarrowFilter(Exception):
-    """A console query ran past the statement timeout."""
-
-    def __init__(self, message: str = "") -> None:
-        super().__init__(
-            message
-            or (
-                "This query took too long on a table this size: narrow the filter "
-                "(a queue, a state or a kind) and try again."
-            )
-        )
-
-
-@contextmanager
-def time_limited() -> Iterator[None]:
-    """Run the block's queries in one transaction under the console's statement timeout."""
-    milliseconds = int(float(option("CONSOLE_STATEMENT_TIMEOUT")) * 1000)
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(milliseconds)])
-            yield
-    except OperationalError as exc:
-        if isinstance(exc.__cause__, psycopg.errors.QueryCanceled):
-            raise NarrowFilter from exc
-        raise
 
 
 # --- queues ---------------------------------------------------------------------
@@ -353,13 +325,15 @@ def parse_payload_filter(text: str) -> dict[str, Any] | None:
 def job_page(
     filters: JobFilters, before: int | None = None, after: int | None = None, limit: int = PAGE_SIZE
 ) -> tracking.JobPage:
-    """One page of jobs, live and ended together, newest first."""
+    """One page of jobs, live and ended together, newest first; NarrowFilter past the
+    statement timeout. A filter the list cannot answer is said in `filters.errors`."""
     try:
         return tracking.list_jobs(
             filters.tracking_filter(), before=before, after=after, limit=limit
         )
-    except (tracking.NarrowYourFilter, tracking.TrackingError) as exc:
-        raise NarrowFilter(str(exc)) from exc  # shown on the page, with no jobs
+    except tracking.TrackingError as exc:
+        filters.errors.append(str(exc))  # shown on the page, with no jobs
+        return tracking.JobPage([], None, None)
 
 
 def find_job(job_id: int) -> Job | JobRecord | None:

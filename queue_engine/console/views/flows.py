@@ -17,6 +17,7 @@ from queue_engine import ops, ops_flows, tracking
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.queries import RANGES
 from queue_engine.console.views.params import htmx_target, int_param
+from queue_engine.statement_timeout import NarrowFilter
 
 RANGE_CHOICES = [
     ("", "Any time"),
@@ -128,7 +129,7 @@ def flows(request: HttpRequest) -> HttpResponse:
     error = ""
     try:
         page = tracking.list_flows(filters.tracking_filter(), before=before, after=after)
-    except tracking.NarrowYourFilter as exc:
+    except NarrowFilter as exc:
         page, error = tracking.FlowPage([], None, None), str(exc)
     context = {
         "page": "flows",
@@ -145,10 +146,7 @@ def flows(request: HttpRequest) -> HttpResponse:
 
 
 def flow_context(flow_id: int) -> dict[str, Any]:
-    try:
-        graph = tracking.flow_graph(flow_id)
-    except tracking.NarrowYourFilter as exc:
-        raise Http404(str(exc)) from exc
+    graph = tracking.flow_graph(flow_id)
     if graph is None:
         raise Http404(f"Flow {flow_id} does not exist (it may have been pruned).")
     return {

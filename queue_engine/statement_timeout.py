@@ -1,0 +1,76 @@
+"""The one statement timeout of the console's reads, `CONSOLE_STATEMENT_TIMEOUT`.
+
+Every console page (the middleware), every live update (the consumers) and the
+tracking reads (`tracking.list_jobs`, `list_flows`, `flow_graph`) run under it.
+A query past it is told apart by its SQLSTATE (query_canceled), not by the
+message's words, which follow the server's `lc_messages`; it surfaces as
+`NarrowFilter`, whose message says what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from django.db import OperationalError, connection, transaction
+
+from queue_engine import sql_tracking as q
+from queue_engine.conf import option
+
+
+class NarrowFilter(Exception):
+    """A console or tracking read ran past CONSOLE_STATEMENT_TIMEOUT."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(
+            message
+            or (
+                "This query took too long on a table this size: narrow the filter "
+                "(a queue, a state, a kind or a shorter time range) and try again."
+            )
+        )
+
+
+def seconds() -> float:
+    """The setting as written (3, not 3.0), for messages."""
+    value: float = option("CONSOLE_STATEMENT_TIMEOUT")
+    return value
+
+
+def milliseconds() -> str:
+    """The timeout as `statement_timeout` takes it (0: none)."""
+    return str(int(float(seconds()) * 1000))
+
+
+def timed_out(exc: BaseException) -> bool:
+    """Whether a database error is a statement cancelled for running too long."""
+    return isinstance(exc, OperationalError) and isinstance(
+        exc.__cause__, psycopg.errors.QueryCanceled
+    )
+
+
+@contextmanager
+def time_limited() -> Iterator[None]:
+    """Run the block's queries in one transaction under the timeout; past it, NarrowFilter."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(q.STATEMENT_TIMEOUT, [milliseconds()])
+            yield
+    except OperationalError as exc:
+        if timed_out(exc):
+            raise NarrowFilter from exc
+        raise
+
+
+def limit_session() -> None:
+    """The timeout (and no JIT) for the rest of this connection's session: a console request."""
+    with connection.cursor() as cursor:
+        cursor.execute(q.CONSOLE_SESSION, [milliseconds()])
+
+
+def reset_session() -> None:
+    """The connection's own defaults back (it may go back to a pool)."""
+    with connection.cursor() as cursor:
+        for statement in q.CONSOLE_SESSION_RESET:
+            cursor.execute(statement)
