@@ -178,15 +178,6 @@ def test_a_payload_filter_that_is_not_json_says_so(viewer: Client, data: Console
     assert "The payload filter must be a JSON object" in page
 
 
-def test_a_filter_postgres_cannot_read_is_said_on_the_page(
-    viewer: Client, data: ConsoleData
-) -> None:
-    text = viewer.get("/jobs/?q=a%00b")
-
-    assert text.status_code == 200
-    assert "The text filter must be text Postgres can store" in text_of(text)
-
-
 def test_searching_for_a_job_id_opens_the_job(viewer: Client, data: ConsoleData) -> None:
     response = viewer.get(f"/jobs/?q=%23{data.running.id}")
 

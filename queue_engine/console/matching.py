@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, Max, QuerySet
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from queue_engine import job
@@ -77,13 +79,34 @@ def _matching(
         qs = qs.filter(name__icontains=params["q"])
     for field_name in ("payload", "meta"):
         if params.get(field_name):
-            value = queries.parse_payload_filter(params[field_name])
-            if value is not None:
-                qs = qs.filter(**{f"{field_name}__contains": value})
-    since = parse_datetime(params["since"]) if params.get("since") else None
+            value = queries.containment_filter(field_name, params[field_name])
+            qs = qs.filter(**{f"{field_name}__contains": value})
+    since = parse_since(params.get("since", ""))
     if since is not None:
         qs = qs.filter(**{"finished_at__gte" if model is JobRecord else "created_at__gte": since})
     return qs
+
+
+def parse_since(text: str) -> datetime | None:
+    """The filter's start, refused (FilterProblem) when it is not a date and time with a zone:
+    a filter left out would act on more jobs than were counted for the confirmation."""
+    if not text:
+        return None
+    try:
+        since = parse_datetime(text)
+    except ValueError:
+        since = None
+    if since is None or timezone.is_naive(since):
+        raise queries.FilterProblem(
+            f"The since filter must be a date and time with its zone, like "
+            f"2026-01-01T00:00:00+00:00, not {text[:40]!r}."
+        )
+    return since
+
+
+def check(params: dict[str, str]) -> None:
+    """Refuse (FilterProblem) a filter that cannot be applied as written, before counting."""
+    _matching(Job, params, 0)
 
 
 def _models(params: dict[str, str]) -> list[type[Job] | type[JobRecord]]:
@@ -103,6 +126,7 @@ def newest_id() -> int:
 
 def plan(action: actions.Action, params: dict[str, str], upto: int | None = None) -> MatchPlan:
     """Count, exactly, what the action would do to every job matching the filter."""
+    check(params)
     upto = newest_id() if upto is None else upto
     result = MatchPlan(action, params, upto)
     effects = actions.EFFECTS[action]
@@ -167,6 +191,7 @@ def execute(
     progress: Any = None,
     total: int = 0,
 ) -> int:
+    check(params)
     done = 0
     for ids in batches(action, params, upto):
         done += actions.execute(action, ids, actor)

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from queue_engine import sql_tracking, tracking
 from queue_engine.models import AuditEvent, Job, JobLog, JobRecord, QueueConfig, WorkerProcess
+from queue_engine.payloads import PayloadError, dump_json
 from queue_engine.statement_timeout import NarrowFilter as NarrowFilter
 from queue_engine.statement_timeout import time_limited as time_limited
 
@@ -291,17 +292,8 @@ class JobFilters:
         return timezone.now() - RANGES[self.range] if self.range else None
 
     def tracking_filter(self) -> tracking.JobFilter:
-        payload = parse_payload_filter(self.payload) if self.payload else None
-        if self.payload and payload is None:
-            self.errors.append(
-                'The payload filter must be a JSON object, like {"to": '
-                '"a@example.com"}; it was left out.'
-            )
-        meta = parse_payload_filter(self.meta) if self.meta else None
-        if self.meta and meta is None:
-            self.errors.append(
-                'The meta filter must be a JSON object, like {"tenant": "acme"}; it was left out.'
-            )
+        payload = self.containment("payload", self.payload)
+        meta = self.containment("meta", self.meta)
         return tracking.JobFilter(
             queue=self.queue or None,
             state=self.state or None,  # type: ignore[arg-type]
@@ -312,14 +304,40 @@ class JobFilters:
             meta=meta,
         )
 
+    def containment(self, name: str, text: str) -> dict[str, Any] | None:
+        """The filter, or None and why in `errors` when it is refused."""
+        if not text:
+            return None
+        try:
+            return containment_filter(name, text)
+        except FilterProblem as exc:
+            self.errors.append(f"{exc} It was left out.")
+            return None
 
-def parse_payload_filter(text: str) -> dict[str, Any] | None:
-    """A payload containment filter: a JSON object, or None when the text is not one."""
+
+class FilterProblem(ValueError):
+    """A jobs filter that cannot be applied as written; the message says why."""
+
+
+CONTAINMENT_EXAMPLES = {"payload": '{"to": "a@example.com"}', "meta": '{"tenant": "acme"}'}
+
+
+def containment_filter(name: str, text: str) -> dict[str, Any]:
+    """A payload or meta containment filter (a JSON object), refused when it is not one or
+    holds text Postgres cannot store."""
     try:
         value = json.loads(text)
     except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+        value = None
+    if not isinstance(value, dict):
+        raise FilterProblem(
+            f"The {name} filter must be a JSON object, like {CONTAINMENT_EXAMPLES[name]}."
+        )
+    try:
+        dump_json(value, what=f"The {name} filter")
+    except PayloadError as exc:
+        raise FilterProblem(str(exc)) from None
+    return value
 
 
 def job_page(

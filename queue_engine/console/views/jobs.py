@@ -92,7 +92,7 @@ def bulk_matching(request: HttpRequest, action: actions.Action, back: str) -> Ht
     upto = int_param(request.POST, "upto")
     try:
         plan = matching.plan(action, params, upto)
-    except queries.NarrowFilter as exc:
+    except (queries.NarrowFilter, queries.FilterProblem) as exc:
         messages.error(request, str(exc))
         return redirect(back)
     if request.POST.get("confirm") != "yes":
