@@ -3,7 +3,8 @@
 Queue settings and schedules are edited with their model's change permission;
 actions on jobs, queues and schedules (cancel, retry, redrive, pause, resume,
 enable, disable, run now) need the console's operator permission
-(`queue_engine.operate_console`), as in the console.
+(`queue_engine.operate_console`), as in the console. A job's payload, result and
+meta are masked as the console masks them (`CONSOLE_MASKED_KEYS`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.options import ActionLocation
 from django.db.models import QuerySet
+from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from queue_engine import ops, ops_queues, queue_defaults, schedules
 from queue_engine.models import (
@@ -28,6 +32,7 @@ from queue_engine.models import (
     WorkerProcess,
 )
 from queue_engine.recurrence import ScheduleError
+from queue_engine.templatetags.console import masked_json, masked_json_line
 
 OPERATE = "queue_engine.operate_console"
 
@@ -71,10 +76,46 @@ def _each(
 
 # --- jobs ------------------------------------------------------------------------------
 
+MASKED = ("payload", "result", "meta")
+
+
+class MaskedJobAdmin(OperatorActions, ReadOnlyAdmin):
+    """Payload, result and meta shown masked, and no lookups into them in the list's URL
+    (`?payload__password=hunter2`): a list found or empty by a guessed value tells it."""
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [
+            f"masked_{name}" if name in MASKED else name
+            for name in super().get_fields(request, obj)
+        ]
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        if lookup.split(LOOKUP_SEP)[0] in MASKED:
+            return False
+        return bool(super().lookup_allowed(lookup, value, request))
+
+    @admin.display(description="payload")
+    def payload_line(self, obj: Job | JobRecord) -> str:
+        return masked_json_line(obj.payload)
+
+    @admin.display(description="payload")
+    def masked_payload(self, obj: Job | JobRecord) -> SafeString:
+        return format_html("<pre>{}</pre>", masked_json(obj.payload))
+
+    @admin.display(description="meta")
+    def masked_meta(self, obj: Job | JobRecord) -> SafeString:
+        return format_html("<pre>{}</pre>", masked_json(obj.meta))
+
+    @admin.display(description="result")
+    def masked_result(self, obj: JobRecord) -> SafeString:
+        return format_html("<pre>{}</pre>", masked_json(obj.result))
+
 
 @admin.register(Job)
-class JobAdmin(OperatorActions, ReadOnlyAdmin):
-    list_display = ("id", "kind", "name", "queue", "state", "priority", "attempt", "run_at")
+class JobAdmin(MaskedJobAdmin):
+    list_display = (
+        "id", "kind", "name", "queue", "state", "priority", "attempt", "run_at", "payload_line",
+    )  # fmt: skip
     list_filter = ("state", "queue")
     search_fields = ("kind", "name", "dedup_key")
     show_full_result_count = False
@@ -98,8 +139,10 @@ class JobAdmin(OperatorActions, ReadOnlyAdmin):
 
 
 @admin.register(JobRecord)
-class JobRecordAdmin(OperatorActions, ReadOnlyAdmin):
-    list_display = ("id", "kind", "name", "queue", "state", "attempt", "finished_at")
+class JobRecordAdmin(MaskedJobAdmin):
+    list_display = (
+        "id", "kind", "name", "queue", "state", "attempt", "finished_at", "payload_line",
+    )  # fmt: skip
     list_filter = ("state", "queue")
     search_fields = ("kind", "name")
     show_full_result_count = False

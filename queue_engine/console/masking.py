@@ -27,3 +27,22 @@ def mask(value: Any, words: list[str] | None = None) -> Any:
     if isinstance(value, list):
         return [mask(v, words) for v in value]
     return value
+
+
+def masked_key_in(value: Any, words: list[str] | None = None) -> str | None:
+    """The first key at any depth of a JSON value whose value the console masks, or None."""
+    if words is None:
+        words = masked_words()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if is_secret(str(key), words):
+                return str(key)
+            found = masked_key_in(item, words)
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for item in value:
+            found = masked_key_in(item, words)
+            if found is not None:
+                return found
+    return None

@@ -20,6 +20,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from queue_engine import sql_tracking, tracking
+from queue_engine.console import masking
 from queue_engine.models import AuditEvent, Job, JobLog, JobRecord, QueueConfig, WorkerProcess
 from queue_engine.payloads import PayloadError, dump_json
 from queue_engine.statement_timeout import NarrowFilter as NarrowFilter
@@ -323,8 +324,9 @@ CONTAINMENT_EXAMPLES = {"payload": '{"to": "a@example.com"}', "meta": '{"tenant"
 
 
 def containment_filter(name: str, text: str) -> dict[str, Any]:
-    """A payload or meta containment filter (a JSON object), refused when it is not one or
-    holds text Postgres cannot store."""
+    """A payload or meta containment filter (a JSON object), refused when it is not one,
+    holds text Postgres cannot store, or names a key whose value the console masks: jobs
+    found or not by a guessed value would tell that value."""
     try:
         value = json.loads(text)
     except ValueError:
@@ -337,6 +339,12 @@ def containment_filter(name: str, text: str) -> dict[str, Any]:
         dump_json(value, what=f"The {name} filter")
     except PayloadError as exc:
         raise FilterProblem(str(exc)) from None
+    key = masking.masked_key_in(value)
+    if key is not None:
+        raise FilterProblem(
+            f"The {name} filter names the key {key!r}, whose values the console masks "
+            "(CONSOLE_MASKED_KEYS): filtering on it would reveal them. Filter on other keys."
+        )
     return value
 
 
