@@ -8,7 +8,7 @@ PORT ?= 8000
 SCENARIO ?=
 PYTEST_ARGS ?=
 
-.PHONY: run test check bench install browser db-start db-stop clean
+.PHONY: run demo test check bench install browser db-start db-stop clean
 
 install: $(STAMP)
 
@@ -32,16 +32,31 @@ db-start: install
 db-stop:
 	@if [ -z "$$DATABASE_URL" ] && [ -x $(PY) ]; then $(PY) -m jobsite.devdb stop; fi
 
-# The worker gives running jobs 5 s on Ctrl-C (the demo's sales report runs 30 s); the rest go back to their queue.
-run: install db-start
+# The database and the demo `make run` sets up before it serves; `make run SETUP=` serves
+# the database as it is (the tests do).
+SETUP := demo
+
+demo: install db-start
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py ensure_admin
 	$(PY) manage.py load_demo
+
+# Ctrl-C: the worker gives running jobs 5 s (the demo's sales report runs 30 s) and the
+# rest back to their queue; a second Ctrl-C aborts it at once. The terminal's SIGINT
+# reaches neither daphne (a background command ignores it) nor the worker (in a session
+# of its own): the recipe sends both one SIGTERM for each Ctrl-C, or the worker one when
+# daphne stops by itself, and waits for both (a Ctrl-C cuts a `wait` short) before
+# Postgres stops.
+run: install db-start $(SETUP)
 	@echo "console: http://$(HOST):$(PORT)/   (Ctrl-C stops the site, the worker and the embedded Postgres)"
-	@trap '$(MAKE) --no-print-directory db-stop' EXIT; \
-	$(PY) manage.py runworker --concurrency 8 --shutdown-timeout 5 & worker=$$!; \
-	trap 'kill $$worker 2>/dev/null; wait $$worker; $(MAKE) --no-print-directory db-stop' EXIT; \
-	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) jobsite.asgi:application
+	@setsid $(PY) manage.py runworker --concurrency 8 --shutdown-timeout 5 & worker=$$!; \
+	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) jobsite.asgi:application & site=$$!; \
+	trap 'kill $$worker $$site 2>/dev/null; stopped=1' INT TERM HUP; \
+	wait $$site; status=$$?; \
+	if [ -n "$$stopped" ]; then status=0; else kill $$worker 2>/dev/null; fi; \
+	until wait; do :; done; \
+	$(MAKE) --no-print-directory db-stop; \
+	exit $$status
 
 test: install browser db-start
 	@status=0; $(PY) -m pytest $(PYTEST_ARGS) || status=$$?; \
