@@ -130,6 +130,10 @@ def take_controlling_terminal() -> None:
     import termios
 
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    # As in a user's terminal: a test run started in the background (`cmd &`, as CI may
+    # be) inherits SIGINT ignored, and a shell cannot trap a signal ignored at its start.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 @pytest.fixture

@@ -548,7 +548,7 @@ class JobLifecycle(RuleBasedStateMachine):
             [job_id],
         )
         rows = self.leader.execute(sql.PROMOTE_SCHEDULED, {"limit": 1000}).fetchall()
-        assert rows == [(QUEUE,)]
+        assert rows == [(QUEUE, 1)]  # its queue, and the one queue woken
         self.jobs[job_id].state = "available"
 
     # --- operator actions ---------------------------------------------------------------
