@@ -23,7 +23,9 @@ def forbidden(request: HttpRequest, needed: str) -> HttpResponse:
 
 def refused(request: HttpRequest, problem: str) -> HttpResponse:
     path = request.path
-    clear = path if request.method == "GET" and request.GET and inputs.storable(path) else ""
+    clear = (
+        path if request.method == "GET" and request.GET and inputs.postgres_can_hold(path) else ""
+    )
     return render(
         request, "console/bad_input.html", {"problem": problem, "clear": clear}, status=400
     )

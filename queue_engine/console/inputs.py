@@ -28,7 +28,7 @@ def fields(request: HttpRequest, url_parts: Mapping[str, Any]) -> Iterator[tuple
                 yield f"The field {name!r}", value
 
 
-def storable(text: str) -> bool:
+def postgres_can_hold(text: str) -> bool:
     return not (has_nul(text) or has_surrogate(text))
 
 
