@@ -215,6 +215,26 @@ class Due:
     next_fire_at: datetime  # the first fire time after now
 
 
+class ZonedCronSim(CronSim):
+    """cronsim, kept from looping for ever where a clock change crosses midnight.
+
+    cronsim steps through wall-clock time by adding seconds in UTC. Where a zone's
+    clock goes back across midnight (America/St_Johns fell back at 00:01 until 2011,
+    so 00:00 to 00:01 came twice), a step forward from the day's first minute lands on
+    the day before; cronsim then steps back to the first minute of the day it wanted,
+    and again, for ever (cronsim 2.8). A step that would cross the day boundary
+    against its direction goes on, a minute at a time, until it is back on that day.
+    """
+
+    def tick(self, seconds: int = 1) -> None:
+        before = self.dt.date()
+        super().tick(seconds)
+        if self.dt.tzinfo in (None, UTC):
+            return
+        while (self.dt.date() - before).days * self.tick_direction < 0:
+            super().tick(60)
+
+
 @dataclass(frozen=True)
 class Recurrence:
     every: timedelta | None = None
@@ -236,7 +256,7 @@ class Recurrence:
         zone = ZoneInfo(self.timezone)
         assert self.cron is not None
         latest, missed = scheduled, 0
-        times = CronSim(self.cron, scheduled.astimezone(zone))
+        times = ZonedCronSim(self.cron, scheduled.astimezone(zone))
         for candidate in times:
             at = candidate.astimezone(UTC)
             if at <= latest:
@@ -250,7 +270,7 @@ class Recurrence:
 
     def _cron_after(self, moment: datetime) -> datetime:
         assert self.cron is not None
-        for candidate in CronSim(self.cron, moment.astimezone(ZoneInfo(self.timezone))):
+        for candidate in ZonedCronSim(self.cron, moment.astimezone(ZoneInfo(self.timezone))):
             at = candidate.astimezone(UTC)
             if at > moment:  # cronsim may hand back an earlier reading of an ambiguous time
                 return at
@@ -259,7 +279,7 @@ class Recurrence:
     def _cron_at_or_before(self, moment: datetime, *, floor: datetime) -> datetime:
         assert self.cron is not None
         start = moment.astimezone(ZoneInfo(self.timezone)).replace(microsecond=0)
-        for candidate in CronSim(self.cron, start + timedelta(seconds=1), reverse=True):
+        for candidate in ZonedCronSim(self.cron, start + timedelta(seconds=1), reverse=True):
             at = candidate.astimezone(UTC)
             if floor < at <= moment:
                 return at

@@ -485,3 +485,17 @@ def test_redeclaring_while_the_leader_fires_keeps_the_next_fire_time(conninfo: s
     after = Schedule.objects.get(pk=s.pk)
     assert after.next_fire_at > due_at  # was rewound to the time that had just fired
     assert after.payload == {"v": 2}
+
+
+def test_a_clock_change_at_midnight_does_not_stop_the_next_fire() -> None:
+    # St. John's fell back at 00:01 on 2009-11-01: 00:00-00:01 came twice, and cronsim
+    # alone looped for ever looking for 00:59 that day.
+    recurrence = Recurrence(cron="59 * 1 11 *", timezone="America/St_Johns")
+
+    after = recurrence.first_after(datetime(2009, 10, 30, tzinfo=UTC))
+    before = recurrence._cron_at_or_before(
+        datetime(2009, 11, 1, 6, tzinfo=UTC), floor=datetime(2009, 10, 1, tzinfo=UTC)
+    )
+
+    assert after == datetime(2009, 11, 1, 4, 29, tzinfo=UTC)  # 00:59 NST (-03:30)
+    assert before == datetime(2009, 11, 1, 5, 29, tzinfo=UTC)  # 01:59 NST
