@@ -268,6 +268,14 @@ class Snooze(JobError):
         self.payload = dict(payload) if payload is not None else None
 
 
+class Cancelled(Exception):
+    """The error recorded when an operator cancels a job; never raised by the engine."""
+
+
+class LeaseExpired(Exception):
+    """The error recorded when a job's worker stopped heartbeating; never raised."""
+
+
 @dataclass(frozen=True)
 class EnqueueOptions:
     """Per-call overrides, set with `definition.using(...)`."""

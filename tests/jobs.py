@@ -400,3 +400,34 @@ def atomic_result(ctx: Any, key: str) -> None:
     with ctx.atomic() as block, connection.cursor() as cursor:
         cursor.execute("INSERT INTO test_effects (key, job_id) VALUES (%s, %s)", [key, ctx.job_id])
         block.result = {1, 2}
+
+
+# --- django.tasks run by a real worker (tests/test_tasks_backend.py) ------------------
+
+from django.tasks import task  # noqa: E402
+
+# Django 6.1's task() passes extra options on to the backend's task_class; django-stubs'
+# task() does not take them yet.
+
+
+@task(queue_name="tasks", max_attempts=1)  # type: ignore[call-overload, untyped-decorator]
+def task_total(values: list[int], label: str = "") -> dict[str, Any]:
+    return {"label": label, "total": sum(values)}
+
+
+@task(queue_name="tasks", max_attempts=1)  # type: ignore[call-overload, untyped-decorator]
+def task_refuses(reason: str) -> None:
+    raise LookupError(reason)
+
+
+@task(queue_name="tasks", max_attempts=2, backoff=Backoff.fixed(0.1), takes_context=True)  # type: ignore[call-overload, untyped-decorator]
+def task_second_try(context: Any, value: int) -> int:
+    if context.attempt == 1:
+        raise ConnectionError(f"attempt {context.attempt} lost its connection")
+    return value * context.attempt
+
+
+@task(queue_name="tasks", max_attempts=1)  # type: ignore[call-overload, untyped-decorator]
+async def task_async_rest(seconds: float) -> str:
+    await asyncio.sleep(seconds)
+    return f"rested {seconds}s"
