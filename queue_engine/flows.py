@@ -12,7 +12,6 @@ A child reads its parents' return values as `ctx.outputs` (by node key).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -298,12 +297,3 @@ def find_cycle(graph: Mapping[str, list[str]]) -> list[str]:
             return [*path[seen[nxt] :], nxt]
         seen[nxt] = len(path)
         path.append(nxt)
-
-
-def parent_outputs(job_id: int) -> dict[str, Any]:
-    """The return values of a flow job's succeeded parents, by node key."""
-    with connection.cursor() as cursor:
-        cursor.execute(sql_flows.PARENT_OUTPUTS, [job_id])
-        return {
-            key: json.loads(text) if text is not None else None for key, text in cursor.fetchall()
-        }

@@ -362,13 +362,6 @@ FLOW_EDGES = """
 SELECT parent_id, child_id, dynamic FROM queue_engine_flowedge WHERE flow_id = %s
 """
 
-PARENT_OUTPUTS = """
-SELECT r.node_key, r.result::text
-  FROM queue_engine_flowedge e JOIN queue_engine_jobrecord r ON r.id = e.parent_id
- WHERE e.child_id = %s AND r.state = 'succeeded'
- ORDER BY r.id
-"""
-
 FLOWS_OF_RECORDS = """
 SELECT DISTINCT flow_id FROM queue_engine_jobrecord
  WHERE id = ANY(%s::bigint[]) AND flow_id IS NOT NULL

@@ -270,6 +270,14 @@ def collect(ctx: Any) -> dict[str, int]:
     return {"parents": len(values), "ones": sum(1 for v in values if v == 1)}
 
 
+@job(kind="tests.async_spawner", queue="flows", max_attempts=1)
+async def async_spawner(ctx: Any, width: int) -> list[int]:
+    """Grow the join 'join' from an async handler: one keyed child, then `width` more."""
+    first = await ctx.aspawn_into("join", "tests.number", value=10, key="first")
+    rest = await ctx.afan_out_into("join", "tests.number", [{"value": 1} for _ in range(width)])
+    return [first, *rest]
+
+
 # --- flows: spawn keys unique per flow (tests/test_flows_dynamic.py) -----------------
 
 

@@ -113,3 +113,24 @@ def test_a_spawned_child_is_a_job_spec_or_its_arguments_go_by_name(workers: Work
     assert "names its kind as a string, so pass its arguments by name" in json.dumps(failed.errors)
     # Nothing was spawned: the spawner's attempt failed before any child was written.
     assert not JobRecord.objects.filter(flow_id=flows["positional"], kind="tests.number").exists()
+
+
+def test_an_async_handler_spawns_into_a_join_with_aspawn_into_and_afan_out_into(
+    workers: Workers,
+) -> None:
+    flow = Flow("async spawner")
+    flow.add("spawner", jobs.async_spawner, width=3)
+    flow.add("join", jobs.collect, depends_on=["spawner"])
+    workers.start("--queues", "flows", "--concurrency", "4")
+
+    flow_id = flow.submit()
+
+    flow_state(flow_id, "succeeded")
+    nodes = records(flow_id)
+    spawner, join = nodes.pop("spawner"), nodes.pop("join")
+    outputs = {key: node.result for key, node in nodes.items()}
+    assert outputs.pop("first") == 10
+    assert list(outputs.values()) == [1, 1, 1]
+    # The spawner got back the ids of the jobs it spawned; the join waited for them all.
+    assert spawner.result == sorted(node.id for node in nodes.values())
+    assert join.result == {"parents": 5, "ones": 3}

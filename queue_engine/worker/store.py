@@ -17,8 +17,6 @@ from queue_engine.worker.outage import OUTAGE, describe, retry_waits
 log = logging.getLogger("queue_engine.worker")
 T = TypeVar("T")
 
-RETRYABLE_SQLSTATES = {"40P01", "40001"}  # deadlock, serialization failure
-
 
 class Connection:
     """One psycopg connection that reconnects when it breaks."""
