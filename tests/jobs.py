@@ -92,6 +92,16 @@ async def async_noop() -> None:
     return None
 
 
+@job(kind="tests.async_orm", max_attempts=1)
+async def async_orm(ctx: Any, direct: bool) -> int:
+    """Reads its own running row through Django's async ORM, or (direct) straight from
+    the worker's event loop, which Django refuses."""
+    from queue_engine.models import Job
+
+    mine = Job.objects.filter(pk=ctx.job_id, state="running")
+    return mine.count() if direct else await mine.acount()
+
+
 @job(kind="tests.flaky", max_attempts=5, backoff=Backoff.fixed(0.1))
 def flaky(ctx: Any, succeed_on: int) -> str:
     if ctx.attempt < succeed_on:

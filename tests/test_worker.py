@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+from django.core.exceptions import SynchronousOnlyOperation
 from django.db import connection
 from django.utils import timezone
 
@@ -64,6 +65,28 @@ def test_async_and_sync_handlers_record_timings(workers: Workers) -> None:
         assert rec.started_at is not None and rec.finished_at is not None
         assert rec.created_at <= rec.started_at <= rec.finished_at
         assert rec.worker
+
+
+def test_an_async_handler_uses_the_async_orm_and_a_direct_call_fails_as_in_production(
+    workers: Workers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As the browser tests set it for Playwright: the worker must not inherit it.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    direct = jobs.async_orm.enqueue(direct=True)
+    awaited = jobs.async_orm.enqueue(direct=False)
+
+    workers.run_burst()
+
+    failed = JobRecord.objects.get(pk=direct.id)
+    assert failed.state == "failed"
+    assert failed.errors[-1]["class"] == "django.core.exceptions.SynchronousOnlyOperation"
+    counted = JobRecord.objects.get(pk=awaited.id)
+    assert (counted.state, counted.result) == ("succeeded", 1)
+
+
+async def test_orm_calls_from_an_async_test_are_refused_as_in_production() -> None:
+    with pytest.raises(SynchronousOnlyOperation):
+        JobRecord.objects.count()
 
 
 def test_flaky_job_retries_with_backoff_then_succeeds(workers: Workers) -> None:

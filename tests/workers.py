@@ -28,6 +28,14 @@ def test_database_url() -> str:
     return f"postgresql://{user}{password}@{host}{port}/{s['NAME']}"
 
 
+def production_environ() -> dict[str, str]:
+    """This process's environment for a worker or daphne subprocess, which runs as in
+    production: without DJANGO_ALLOW_ASYNC_UNSAFE, which the browser tests set for
+    Playwright (tests/browser/conftest.py) and which would hide ORM calls made from
+    async code."""
+    return {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+
+
 def wait_for(
     predicate: Callable[[], Any],
     timeout: float = 10.0,
@@ -54,7 +62,7 @@ class Workers:
         self.logs: list[Path] = []
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = dict(os.environ)
+        env = production_environ()
         env.update(
             {
                 "DATABASE_URL": self.database_url,

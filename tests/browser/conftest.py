@@ -12,10 +12,11 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
-from tests.workers import ROOT, test_database_url
+from tests.workers import ROOT, production_environ, test_database_url
 
 CHROMIUM = os.environ.get("JOBSITE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -48,7 +49,7 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp_path / "daphne.log"
         env = dict(
-            os.environ,
+            production_environ(),
             DATABASE_URL=test_database_url(),
             JOBSITE_JOB_MODULES=JOB_MODULES,
             DJANGO_SETTINGS_MODULE="jobsite.settings",
@@ -114,18 +115,29 @@ def server(
 
 
 @pytest.fixture
-def chromium() -> Iterator[Any]:
+def chromium(transactional_db: None) -> Iterator[Any]:
     # Per test: Playwright's sync API keeps an event loop running in this thread while it
-    # is open, which would break every pytest-asyncio test that runs after it.
+    # is open, which would break every pytest-asyncio test that runs after it. While that
+    # loop runs, Django takes this thread for async code and refuses its ORM calls (the
+    # test's own, in a sync test): DJANGO_ALLOW_ASYNC_UNSAFE lets them through for that
+    # time only. Subprocesses never get it (tests.workers.production_environ). The
+    # database comes first, so its flush runs after Playwright has stopped.
+    from django.db import connections
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
+    with (
+        sync_playwright() as playwright,
+        mock.patch.dict(os.environ, {"DJANGO_ALLOW_ASYNC_UNSAFE": "true"}),
+    ):
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
         yield browser
         browser.close()
+        # Django keeps connections per async context, and the test ran in Playwright's:
+        # its connection would stay open and keep the test database from being dropped.
+        connections.close_all()
 
 
 @pytest.fixture
