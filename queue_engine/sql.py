@@ -211,6 +211,10 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 #   claim index, so a backlog of millions on one capped key makes claims of its queue
 #   slower, never stuck.
 # - The labels test is written so the planner sees that most jobs require none.
+# - Suspects (jobs rescued at least twice) are claimed only by a
+#   claim `alone`, which a worker sends with a limit of 1 when nothing else of its
+#   runs or is being claimed, and after which it claims nothing until the suspect has
+#   ended; any other claim passes over them and reports their queues (`suspects`).
 CLAIM = """
 WITH configs AS (
     SELECT c.* FROM queue_engine_queueconfig c
@@ -262,6 +266,8 @@ WITH configs AS (
               FROM queue_engine_job
              WHERE state = 'available' AND queue = q.name AND run_at <= now()
                AND (labels = '{}' OR labels <@ %(labels)s::varchar[])
+               -- Suspects only in a claim alone (see above), which takes nothing else.
+               AND (rescues >= 2) = %(alone)s
                AND (q.full_keys IS NULL OR group_key IS NULL
                     OR group_key <> ALL(q.full_keys))
              ORDER BY priority DESC, run_at, id
@@ -367,6 +373,16 @@ WITH configs AS (
     -- the queue's lock, so the worker sends one claim at a time while it serves them
     -- (worker/runtime.py, Worker.serial_claims).
     SELECT q.name FROM q WHERE q.limited
+), suspects AS (
+    -- Queues where a suspect this worker could run is due: the worker then claims
+    -- nothing more until its jobs have ended, and claims alone (worker/runtime.py,
+    -- Worker._quarantine). Read through qe_job_suspect, which holds only suspects.
+    SELECT q.name FROM q
+     WHERE NOT %(alone)s AND EXISTS (
+           SELECT 1 FROM queue_engine_job s
+            WHERE s.rescues >= 2 AND s.queue = q.name AND s.state = 'available'
+              AND s.run_at <= now()
+              AND (s.labels = '{}' OR s.labels <@ %(labels)s::varchar[]))
 )
 SELECT * FROM claimed
  UNION ALL  -- marker rows, no id: one per queue, the queue in its place, the marker as kind
@@ -374,6 +390,9 @@ SELECT NULL, 'held', h.queue, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NU
  UNION ALL
 SELECT NULL, 'limited', l.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM limited l
+ UNION ALL
+SELECT NULL, 'suspects', s.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM suspects s
 """
 
 # After a lost connection: the rows a claim with this token took if its commit

@@ -225,6 +225,12 @@ def poison() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+@job(kind="tests.beside_poison", queue="poison")
+def beside_poison(seconds: float = 1.0) -> str:
+    time.sleep(seconds)
+    return "done"
+
+
 @job(kind="tests.returns_set")
 def returns_set() -> set[int]:
     return {1, 2}

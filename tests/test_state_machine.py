@@ -228,16 +228,20 @@ class JobLifecycle(RuleBasedStateMachine):
 
     # --- the worker's hot path ----------------------------------------------------------
 
-    @rule(worker=st.sampled_from(WORKERS), limit=st.integers(1, 3))
-    def claim(self, worker: str, limit: int) -> None:
+    @rule(worker=st.sampled_from(WORKERS), limit=st.integers(1, 3), alone=st.booleans())
+    def claim(self, worker: str, limit: int, alone: bool) -> None:
+        """A claim alone takes one suspect (rescued twice or more), as a worker sends it;
+        any other claim takes none, and says whether one waits."""
+        limit = 1 if alone else limit
         conn = self.conn(worker)
         best = [
             r[0]
             for r in conn.execute(
                 """SELECT id FROM queue_engine_job
                 WHERE state = 'available' AND queue = %s AND run_at <= now()
+                  AND (rescues >= 2) = %s
                 ORDER BY priority DESC, run_at, id LIMIT %s""",
-                [QUEUE, limit],
+                [QUEUE, alone, limit],
             )
         ]
         token = next(self.tokens)
@@ -246,14 +250,18 @@ class JobLifecycle(RuleBasedStateMachine):
             "queues": [QUEUE],
             "labels": [],
             "limit": limit,
+            "alone": alone,
             "worker": worker,
             "token": token,
         }
         with conn.transaction():  # as runtime's settle-and-claim does
             rows = conn.execute(sql.CLAIM, claim).fetchall()
-        rows = [r for r in rows if r[0] is not None]  # not the `held` markers
+        markers = {r[1] for r in rows if r[0] is None}
+        rows = [r for r in rows if r[0] is not None]
         got = sorted(r[0] for r in rows)
-        available = self.ids("live", "available")
+        suspects = [i for i in self.ids("live", "available") if self.jobs[i].rescues >= 2]
+        available = [i for i in self.ids("live", "available") if (i in suspects) == alone]
+        assert ("suspects" in markers) == bool(suspects and not alone), (markers, suspects)
         assert len(got) == min(limit, len(available)), (got, available)
         assert set(got) <= set(available), (got, available)
         assert got == sorted(best), ("not the best jobs first", got, best)

@@ -455,6 +455,30 @@ def test_poison_job_that_kills_its_worker_is_dead_lettered(workers: Workers) -> 
     assert rec.rescues == 5 and restarted >= 4
 
 
+def test_jobs_claimed_with_a_poison_job_succeed_and_only_it_is_dead_lettered(
+    workers: Workers,
+) -> None:
+    QueueConfig.objects.update_or_create(name="poison", defaults={"lock_duration": 5})
+    poison = jobs.poison.enqueue()
+    innocent = [jobs.beside_poison.enqueue().id for _ in range(3)]
+    args = ("--queues", "poison", "--concurrency", "4")
+    workers.start(*args)
+    deadline = time.monotonic() + 150
+    while JobRecord.objects.filter(pk__in=[poison.id, *innocent]).count() < 4:
+        assert time.monotonic() < deadline, workers.output()
+        if all(p.poll() is not None for p in workers.procs):
+            workers.start(*args)
+        time.sleep(0.2)
+
+    dead = JobRecord.objects.get(pk=poison.id)
+    assert (dead.state, dead.rescues) == ("failed", 5)
+    ended = JobRecord.objects.filter(pk__in=innocent)
+    assert {(r.id, r.state, r.result) for r in ended} == {
+        (i, "succeeded", "done") for i in innocent
+    }
+    assert max(r.rescues for r in ended) <= 2  # suspects run alone after two rescues
+
+
 def test_supervisor_runs_n_processes_and_restarts_a_dead_one(workers: Workers) -> None:
     workers.start("--processes", "2", "--worker-id", "fleet")
     wait_for(lambda: WorkerProcess.objects.count() == 2, timeout=40)

@@ -196,6 +196,7 @@ def test_the_claim_reads_flow_edges_by_index_when_planned_on_an_empty_edge_table
         "queues": [],
         "labels": [],
         "limit": 10,
+        "alone": False,
         "worker": "w",
         "token": 1,
     }

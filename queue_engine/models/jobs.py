@@ -120,6 +120,11 @@ class Job(JobFields):
             models.Index(
                 fields=["flow_id"], name="qe_job_flow", condition=models.Q(flow_id__isnull=False)
             ),
+            # Suspects, jobs rescued at least twice (sql.CLAIM's `suspects`): few, so
+            # every claim can ask whether one waits in its queues.
+            models.Index(
+                fields=["queue"], name="qe_job_suspect", condition=models.Q(rescues__gte=2)
+            ),
             # The console's count of a queue's blocked flow nodes, bounded (tracking).
             models.Index(
                 fields=["queue"], name="qe_job_blocked", condition=models.Q(state="blocked")

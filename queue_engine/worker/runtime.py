@@ -138,6 +138,13 @@ class Worker:
         # the next one. The other lane settles meanwhile. Until the first claim says
         # otherwise, claims take turns.
         self.serial_claims = True
+        # Quarantine of suspects, jobs rescued at least twice (sql.CLAIM): a suspect may
+        # be what killed its workers, and any job claimed beside it shares its fate.
+        # When a claim reports one due (`suspects`), the worker claims nothing more
+        # until its jobs have ended, then claims one suspect alone, and nothing else
+        # until it has ended (Worker._quarantine).
+        self.suspects_waiting = False
+        self.quarantined = False
         self.claiming = 0  # claims on their way
         self.freed_meanwhile = 0  # settles sent while a claim was on its way
         self.lane_share = self.concurrency
@@ -288,6 +295,7 @@ class Worker:
                 if (free > 0 and not self.stopping and (self.maybe_more or self.outcomes))
                 else 0
             )
+            want, alone = self._quarantine(want)
             if not self.outcomes and want == 0:
                 if (
                     self.options.burst
@@ -319,7 +327,7 @@ class Worker:
                 self.claiming += 1
             self.reserved += want
             try:
-                rows, token = await self._settle_and_claim(conn, outcomes, want)
+                rows, token = await self._settle_and_claim(conn, outcomes, want, alone)
             finally:
                 self.reserved -= want
                 if want:
@@ -338,6 +346,11 @@ class Worker:
                 self.maybe_more = len(rows) >= want or self.freed_meanwhile != freed
                 self.serial_claims = "limited" in markers
                 self._held_back("held" in markers, bool(rows))
+                if alone:
+                    self.suspects_waiting = False
+                    self.quarantined = bool(rows)
+                elif "suspects" in markers:
+                    self.suspects_waiting = True
             if any(
                 o.execution.flow_id is not None
                 or (o.kind in ("retry", "snoozed", "released") and o.delay <= 0)
@@ -348,6 +361,20 @@ class Worker:
                 self._start(row, token)
             if rows:
                 await asyncio.sleep(0)  # let quick handlers finish: their settle joins this batch
+
+    def _quarantine(self, want: int) -> tuple[int, bool]:
+        """How many jobs to claim, and whether alone: see `suspects_waiting`."""
+        busy = bool(self.inflight or self.reserved or self.claiming)
+        if self.quarantined:
+            if busy:
+                return 0, False
+            self.quarantined = False
+        elif self.suspects_waiting:
+            if busy:
+                return 0, False  # the worker empties first
+            if not self.stopping:
+                return 1, True
+        return want, False
 
     def _held_back(self, held: bool, claimed: bool) -> None:
         """After a claim: if it left work it could not take, claim again soon."""
@@ -410,7 +437,7 @@ class Worker:
         self.wakeup.set()
 
     async def _settle_and_claim(
-        self, lane: Connection, outcomes: list[Outcome], want: int
+        self, lane: Connection, outcomes: list[Outcome], want: int, alone: bool = False
     ) -> tuple[list[tuple[Any, ...]], int]:
         """Settle finished jobs and claim the next batch in one transaction, one round trip."""
         token = random.getrandbits(62)
@@ -428,6 +455,7 @@ class Worker:
             "queues": self.options.queues,
             "labels": self.options.labels,
             "limit": want,
+            "alone": alone,
             "worker": self.worker_id,
             "token": token,
         }
