@@ -287,7 +287,8 @@ def test_an_atomic_block_result_that_is_not_json_rolls_the_block_back(
 
 def test_a_delayed_job_starts_on_time_without_waiting_for_a_poll(workers: Workers) -> None:
     workers.start("--queues", "math", "--poll-interval", "30")
-    time.sleep(2)  # started, leader, idle
+    wait_for(lambda: "is now the leader" in workers.output(), timeout=30)
+    time.sleep(0.5)  # listening, idle
     job = jobs.add.using(delay=1).enqueue(a=2, b=2)
 
     done = ended(job.id, timeout=10)
