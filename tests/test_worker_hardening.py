@@ -294,4 +294,4 @@ def test_a_delayed_job_starts_on_time_without_waiting_for_a_poll(workers: Worker
     done = ended(job.id, timeout=10)
 
     assert done.started_at is not None and done.run_at is not None
-    assert (done.started_at - done.run_at).total_seconds() < 0.8
+    assert (done.started_at - done.run_at).total_seconds() < 2  # a poll would take 30 s
