@@ -15,7 +15,8 @@ import sys
 import time
 from typing import Any, Literal
 
-from queue_engine.definitions import Backoff, Fatal, job
+from queue_engine.definitions import Backoff, job
+from queue_engine.exceptions import Fatal
 from queue_engine.flows import Flow
 
 log = logging.getLogger(__name__)

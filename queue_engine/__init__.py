@@ -4,25 +4,47 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from queue_engine.definitions import (
-        Backoff,
+    from queue_engine.definitions import Backoff, job
+    from queue_engine.enqueue import JobSpec, enqueue, enqueue_many
+    from queue_engine.exceptions import (
         Cancelled,
+        EnqueueError,
         Fatal,
+        FlowError,
         LeaseExpired,
         Retry,
+        ScheduleError,
         Snooze,
-        job,
     )
-    from queue_engine.enqueue import EnqueueError, JobSpec, enqueue, enqueue_many
+
+# Where each public name lives. The package resolves them lazily, so that
+# `import queue_engine` works before Django's apps are ready.
+_HOMES = {
+    "Backoff": "queue_engine.definitions",
+    "job": "queue_engine.definitions",
+    "JobSpec": "queue_engine.enqueue",
+    "enqueue": "queue_engine.enqueue",
+    "enqueue_many": "queue_engine.enqueue",
+    "Cancelled": "queue_engine.exceptions",
+    "EnqueueError": "queue_engine.exceptions",
+    "Fatal": "queue_engine.exceptions",
+    "FlowError": "queue_engine.exceptions",
+    "LeaseExpired": "queue_engine.exceptions",
+    "Retry": "queue_engine.exceptions",
+    "ScheduleError": "queue_engine.exceptions",
+    "Snooze": "queue_engine.exceptions",
+}
 
 __all__ = [
     "Backoff",
     "Cancelled",
     "EnqueueError",
     "Fatal",
+    "FlowError",
     "JobSpec",
     "LeaseExpired",
     "Retry",
+    "ScheduleError",
     "Snooze",
     "enqueue",
     "enqueue_many",
@@ -31,13 +53,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy so that `import queue_engine` works before Django's apps are ready. The
-    # submodules are imported by full name: `from queue_engine import enqueue` would
-    # ask this function for the attribute `enqueue` again.
-    # Cancelled and LeaseExpired are here because the engine records those names in a
-    # job's errors, and django.tasks imports an error's class by its name.
-    if name in ("Backoff", "Cancelled", "Fatal", "LeaseExpired", "Retry", "Snooze", "job"):
-        return getattr(import_module("queue_engine.definitions"), name)
-    if name in ("EnqueueError", "JobSpec", "enqueue", "enqueue_many"):
-        return getattr(import_module("queue_engine.enqueue"), name)
-    raise AttributeError(name)
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'queue_engine' has no attribute {name!r}")
+    return getattr(import_module(home), name)

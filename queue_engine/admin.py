@@ -22,6 +22,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from queue_engine import ops, ops_queues, queue_defaults, schedules
+from queue_engine.exceptions import OpsError, ScheduleError
 from queue_engine.models import (
     AuditEvent,
     Job,
@@ -31,7 +32,6 @@ from queue_engine.models import (
     Schedule,
     WorkerProcess,
 )
-from queue_engine.recurrence import ScheduleError
 from queue_engine.templatetags.console import masked_json, masked_json_line
 
 OPERATE = "queue_engine.operate_console"
@@ -68,7 +68,7 @@ def _each(
         try:
             action(item)
             count += 1
-        except (ops.OpsError, ScheduleError) as exc:
+        except (OpsError, ScheduleError) as exc:
             modeladmin.message_user(request, str(exc), messages.WARNING)
     if count:
         modeladmin.message_user(request, f"{done}: {count}.", messages.SUCCESS)
@@ -189,7 +189,7 @@ class QueueConfigForm(forms.ModelForm):  # type: ignore[type-arg]
         name = data.get("name") or (self.instance.name if self.instance.pk else "")
         try:
             ops_queues.check_settings(name, {f: data[f] for f in ops_queues.EDITABLE if f in data})
-        except ops.OpsError as exc:
+        except OpsError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data
 

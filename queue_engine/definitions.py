@@ -11,23 +11,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypeIs, overload
 
+from queue_engine.durations import Seconds, to_seconds
 from queue_engine.payloads import text_problem
 
 if TYPE_CHECKING:
     from queue_engine.models import Job
 
-Seconds = float | int | timedelta
 # One item of `enqueue_many`: keyword arguments, or positional ones.
 Call = Mapping[str, Any] | tuple[Any, ...]
 OnError = Literal["retry", "fatal"]
-
-
-def to_seconds(value: Seconds | None) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    return float(value)
 
 
 # --- option checks: each returns why a value is refused, or None ------------------------
@@ -237,45 +229,6 @@ class Backoff:
 DEFAULT_BACKOFF = Backoff.exponential(1, 3600)
 
 
-class JobError(Exception):
-    """Base of the errors a handler raises to steer what happens next."""
-
-    def __init__(self, reason: str = "") -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class Retry(JobError):
-    """Fail this attempt and retry, after `delay` seconds or the kind's backoff."""
-
-    def __init__(self, reason: str = "", *, delay: Seconds | None = None) -> None:
-        super().__init__(reason)
-        self.delay = to_seconds(delay)
-
-
-class Fatal(JobError):
-    """Fail for good: straight to the dead letter, whatever attempts are left."""
-
-
-class Snooze(JobError):
-    """Run again after `delay` without using up an attempt, optionally with a new payload."""
-
-    def __init__(
-        self, delay: Seconds, *, payload: Mapping[str, Any] | None = None, reason: str = ""
-    ) -> None:
-        super().__init__(reason or f"snoozed for {to_seconds(delay)}s")
-        self.delay = to_seconds(delay) or 0.0
-        self.payload = dict(payload) if payload is not None else None
-
-
-class Cancelled(Exception):
-    """The error recorded when an operator cancels a job; never raised by the engine."""
-
-
-class LeaseExpired(Exception):
-    """The error recorded when a job's worker stopped heartbeating; never raised."""
-
-
 @dataclass(frozen=True)
 class EnqueueOptions:
     """Per-call overrides, set with `definition.using(...)`."""
@@ -362,7 +315,7 @@ class JobDefinition[**P = ..., R = Any]:
             check = OPTION_PROBLEMS.get(name)
             problem = None if value is None or check is None else check(value)
             if problem is not None:
-                from queue_engine.enqueue import EnqueueError
+                from queue_engine.exceptions import EnqueueError
 
                 raise EnqueueError(f"{self.kind}: {problem}")
         if "delay" in overrides:

@@ -34,29 +34,22 @@ from queue_engine.definitions import (
     Call,
     EnqueueOptions,
     JobDefinition,
-    Seconds,
     delay_problem,
     labels_problem,
     max_attempts_problem,
     priority_problem,
     run_at_problem,
-    to_seconds,
+)
+from queue_engine.durations import Seconds, to_seconds
+from queue_engine.exceptions import (
+    EnqueueError,
+    InvalidPayloadError,
+    PayloadError,
+    UnknownKindError,
 )
 from queue_engine.models import Job
-from queue_engine.payloads import PayloadError, dump_json, text_problem
+from queue_engine.payloads import dump_json, text_problem
 from queue_engine.registry import registry
-
-
-class EnqueueError(ValueError):
-    """A job that cannot be enqueued as asked; nothing was written."""
-
-
-class UnknownKindError(EnqueueError):
-    pass
-
-
-class InvalidPayloadError(EnqueueError, PayloadError):
-    pass
 
 
 @dataclass

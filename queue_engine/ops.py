@@ -13,11 +13,8 @@ from typing import Any
 from django.db import connection, transaction
 
 from queue_engine import sql
+from queue_engine.exceptions import OpsError
 from queue_engine.models import AuditEvent, Job, JobRecord
-
-
-class OpsError(ValueError):
-    """An operator action that cannot be done as asked; nothing changed."""
 
 
 def actor_name(actor: Any) -> str:

@@ -10,10 +10,10 @@ from django.db import connection, transaction
 from queue_engine import sql_flows
 from queue_engine.definitions import Backoff
 from queue_engine.enqueue import JobSpec
+from queue_engine.exceptions import FlowError, OpsError
 from queue_engine.flows import Flow as FlowBuilder
-from queue_engine.flows import FlowError
 from queue_engine.models import Flow, Job
-from queue_engine.ops import OpsError, audit, cancel_jobs, notify_changes, refresh_after_commit
+from queue_engine.ops import audit, cancel_jobs, notify_changes, refresh_after_commit
 
 
 def refresh_flows(flow_ids: list[int]) -> None:

@@ -7,10 +7,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-
-class PayloadError(ValueError):
-    """A value that does not survive a JSON round trip, or that is too large."""
-
+from queue_engine.exceptions import PayloadError
 
 # One encoder for every call: json.dumps with options builds a new one each time.
 _ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(",", ":"))

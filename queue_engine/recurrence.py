@@ -16,6 +16,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
+from queue_engine.exceptions import ScheduleError
+
 MAX_CRON_LENGTH = 100
 MIN_EVERY = timedelta(seconds=1)
 MAX_EVERY = timedelta(days=366)
@@ -36,10 +38,6 @@ ALIASES = {
 }
 FIELD_CHARS = re.compile(r"[0-9A-Za-z*/,#-]+")
 TIMEZONE_NAME = re.compile(r"[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*")
-
-
-class ScheduleError(ValueError):
-    """A schedule that cannot be declared as asked; nothing was written."""
 
 
 def check_timezone(name: object) -> ZoneInfo:

@@ -21,16 +21,11 @@ from django.db import connection, transaction
 
 from queue_engine import sql_maintenance as q
 from queue_engine.definitions import JobDefinition
-from queue_engine.enqueue import EnqueueError, JobSpec, enqueue, prepare
+from queue_engine.enqueue import JobSpec, enqueue, prepare
+from queue_engine.exceptions import EnqueueError, ScheduleError
 from queue_engine.models import Job, Schedule
 from queue_engine.ops import audit
-from queue_engine.recurrence import (
-    Recurrence,
-    ScheduleError,
-    check_cron,
-    check_every,
-    check_timezone,
-)
+from queue_engine.recurrence import Recurrence, check_cron, check_every, check_timezone
 from queue_engine.registry import registry
 
 __all__ = [

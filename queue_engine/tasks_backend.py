@@ -23,11 +23,10 @@ from queue_engine.definitions import (
     DEFAULT_BACKOFF,
     Backoff,
     JobDefinition,
-    Seconds,
     idle_timeout_problem,
     max_attempts_problem,
-    to_seconds,
 )
+from queue_engine.durations import Seconds, to_seconds
 
 STATUS = {
     "available": TaskResultStatus.READY,
@@ -121,7 +120,8 @@ class QueueEngineBackend(BaseTaskBackend):
                 raise InvalidTask(f"{task.module_path}: {problem}")
 
     def enqueue[**P, R](self, task: Task[P, R], args: Any, kwargs: Any) -> TaskResult[P, R]:
-        from queue_engine.enqueue import EnqueueError, JobSpec, insert_row, prepare
+        from queue_engine.enqueue import JobSpec, insert_row, prepare
+        from queue_engine.exceptions import EnqueueError
         from queue_engine.registry import registry
 
         self.validate_task(task)

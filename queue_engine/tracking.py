@@ -23,7 +23,8 @@ from django.db import connection
 from django.utils import timezone
 
 from queue_engine import sql_tracking as q
-from queue_engine.payloads import PayloadError, dump_json, text_problem
+from queue_engine.exceptions import PayloadError
+from queue_engine.payloads import dump_json, text_problem
 from queue_engine.statement_timeout import time_limited
 
 LiveState = Literal["available", "scheduled", "running", "blocked"]

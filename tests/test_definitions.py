@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from queue_engine.definitions import Backoff, Retry, Snooze, job
+from queue_engine.definitions import Backoff, job
+from queue_engine.exceptions import Retry, Snooze
 from queue_engine.registry import registry
 from tests import jobs
 

@@ -17,7 +17,8 @@ from django.test import override_settings
 from django.utils import timezone
 
 from queue_engine import enqueue as enqueue_module
-from queue_engine.enqueue import EnqueueError, JobSpec, UnknownKindError, enqueue, enqueue_many
+from queue_engine.enqueue import JobSpec, enqueue, enqueue_many
+from queue_engine.exceptions import EnqueueError, UnknownKindError
 from queue_engine.flows import Flow
 from queue_engine.models import Job, QueueConfig
 from tests import jobs

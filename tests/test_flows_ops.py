@@ -7,6 +7,7 @@ from django.db import connection
 
 from queue_engine import ops, ops_flows
 from queue_engine.enqueue import JobSpec, enqueue
+from queue_engine.exceptions import OpsError
 from queue_engine.flows import Flow
 from queue_engine.models import AuditEvent, FlowCountdown, Job, JobRecord
 from queue_engine.models import Flow as FlowRow
@@ -41,7 +42,7 @@ def test_retry_refuses_a_succeeded_flow_node_its_dependants_counted(
 ) -> None:
     _flow_id, ids = half_done_fan_in(workers)
 
-    with pytest.raises(ops.OpsError, match=r"already counted it.*requeue_flow.*rerun_flow"):
+    with pytest.raises(OpsError, match=r"already counted it.*requeue_flow.*rerun_flow"):
         ops.retry_job(ids["a"], actor="ops")
 
     assert JobRecord.objects.get(pk=ids["a"]).state == "succeeded"
@@ -144,7 +145,7 @@ def test_rerun_of_a_flow_with_every_node_removed_is_refused_clearly() -> None:
     flow_id = flow.submit()
     ops.remove_job(Job.objects.get(flow_id=flow_id).pk, actor="ops")
 
-    with pytest.raises(ops.OpsError, match=r"Cannot rerun flow \d+: it has no nodes left"):
+    with pytest.raises(OpsError, match=r"Cannot rerun flow \d+: it has no nodes left"):
         ops_flows.rerun_flow(flow_id, actor="ops")
 
 
@@ -178,7 +179,7 @@ def test_requeue_and_rerun_refuse_a_flow_whose_parents_history_is_gone(
     JobRecord.objects.filter(pk=ok).delete()  # as the retention sweep does, after a day
 
     for action in (ops_flows.requeue_flow, ops_flows.rerun_flow):
-        with pytest.raises(ops.OpsError, match=rf"the history of 1 of its node\(s\) \({ok}\)"):
+        with pytest.raises(OpsError, match=rf"the history of 1 of its node\(s\) \({ok}\)"):
             action(flow_id, actor="ops")
 
     # Nothing was changed: the dead node is still there to look at.
@@ -201,7 +202,7 @@ def test_a_flow_whose_running_node_was_cancelled_runs_until_the_handler_stops(
     # Its handler still runs: the flow is not over, and cannot be requeued yet.
     row = FlowRow.objects.get(pk=flow_id)
     assert (row.state, row.finished_at) == ("running", None)
-    with pytest.raises(ops.OpsError, match="it is running"):
+    with pytest.raises(OpsError, match="it is running"):
         ops_flows.requeue_flow(flow_id, actor="ops")
     ended = flow_state(flow_id, "cancelled", timeout=15)
     assert ended.finished_at is not None

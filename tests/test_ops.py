@@ -6,6 +6,7 @@ import pytest
 from django.utils import timezone
 
 from queue_engine import ops
+from queue_engine.exceptions import OpsError
 from queue_engine.models import AuditEvent, Job, JobRecord
 from tests import jobs
 
@@ -67,7 +68,7 @@ def test_redrive_queue_moves_the_whole_dead_letter_in_batches() -> None:
 def test_redrive_of_a_live_job_is_refused() -> None:
     job = jobs.add.enqueue(a=1, b=1)
 
-    with pytest.raises(ops.OpsError, match="has not ended"):
+    with pytest.raises(OpsError, match="has not ended"):
         ops.redrive_job(job.id)
 
 
@@ -88,7 +89,7 @@ def test_retry_and_remove_refuse_a_running_job(action) -> None:  # type: ignore[
     job = jobs.add.enqueue(a=1, b=1)
     Job.objects.filter(pk=job.id).update(state="running")
 
-    with pytest.raises(ops.OpsError, match="it is running now"):
+    with pytest.raises(OpsError, match="it is running now"):
         action(job.id, actor="ops")
 
     assert Job.objects.get(pk=job.id).state == "running"
@@ -106,5 +107,5 @@ def test_cancel_and_remove_are_audited_and_refuse_missing_jobs() -> None:
         "cancel",
         "remove",
     ]
-    with pytest.raises(ops.OpsError, match="does not exist"):
+    with pytest.raises(OpsError, match="does not exist"):
         ops.cancel_job(job.id, actor="carol")

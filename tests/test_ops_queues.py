@@ -12,6 +12,7 @@ from django.db import connection
 from django.test import Client
 
 from queue_engine import ops_queues, schedules
+from queue_engine.exceptions import OpsError
 from queue_engine.models import (
     AuditEvent,
     ClaimLog,
@@ -21,7 +22,6 @@ from queue_engine.models import (
     QueueConfig,
     Schedule,
 )
-from queue_engine.ops import OpsError
 from tests import jobs
 from tests.workers import Workers, wait_for
 

@@ -50,6 +50,7 @@ from hypothesis.stateful import (
 
 from queue_engine import ops, sql
 from queue_engine.enqueue import JobSpec, enqueue
+from queue_engine.exceptions import OpsError
 from tests import jobs  # noqa: F401  (registers tests.noop)
 
 QUEUE = "statemachine"
@@ -610,7 +611,7 @@ class JobLifecycle(RuleBasedStateMachine):
         e = self.jobs[job_id]
         try:
             outcome = ops.retry_job(job_id, actor=ACTOR)
-        except ops.OpsError:
+        except OpsError:
             outcome = "refused"
         audits = self.audits_since()
         if e.where == "removed" or (e.where == "live" and e.state == "running"):

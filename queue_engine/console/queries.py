@@ -21,8 +21,9 @@ from django.utils import timezone
 
 from queue_engine import sql_tracking, tracking
 from queue_engine.console import masking
+from queue_engine.exceptions import PayloadError
 from queue_engine.models import AuditEvent, Job, JobLog, JobRecord, QueueConfig, WorkerProcess
-from queue_engine.payloads import PayloadError, dump_json
+from queue_engine.payloads import dump_json
 from queue_engine.statement_timeout import NarrowFilter as NarrowFilter
 from queue_engine.statement_timeout import time_limited as time_limited
 

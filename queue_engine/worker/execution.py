@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from queue_engine.definitions import DEFAULT_BACKOFF, Backoff, Fatal, JobDefinition, Retry, Snooze
-from queue_engine.payloads import PayloadError, dump_json, storable
+from queue_engine.definitions import DEFAULT_BACKOFF, Backoff, JobDefinition
+from queue_engine.exceptions import Fatal, PayloadError, Retry, Snooze
+from queue_engine.payloads import dump_json, storable
 from queue_engine.registry import registry
 from queue_engine.worker.capture import CURRENT
 from queue_engine.worker.context import JobContext, LeaseLost

@@ -13,10 +13,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
-from queue_engine import ops, ops_flows, tracking
+from queue_engine import ops_flows, tracking
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.queries import RANGES
 from queue_engine.console.views.params import htmx_target, int_param
+from queue_engine.exceptions import OpsError
 from queue_engine.statement_timeout import NarrowFilter
 
 RANGE_CHOICES = [
@@ -213,7 +214,7 @@ def flow_action(request: HttpRequest, flow_id: int) -> HttpResponse:
         )
     try:
         n = action.run(flow_id, actor=request.user)
-    except ops.OpsError as exc:
+    except OpsError as exc:
         messages.error(request, str(exc))
         return redirect(back)
     if name == "rerun":

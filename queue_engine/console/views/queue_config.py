@@ -23,8 +23,8 @@ from queue_engine.console.queue_form import (
     shown,
 )
 from queue_engine.console.views.queues import queue_context
+from queue_engine.exceptions import OpsError
 from queue_engine.models import GroupLimit
-from queue_engine.ops import OpsError
 
 
 @dataclass

@@ -14,6 +14,7 @@ from queue_engine import ops, ops_queues
 from queue_engine.console import charts, queries
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.queue_form import config_rows
+from queue_engine.exceptions import OpsError
 from queue_engine.models import GroupLimit, QueueConfig
 
 
@@ -95,7 +96,7 @@ def _toggle(request: HttpRequest, name: str, action: Callable[..., Any], done: s
     back = reverse("console:queue", args=[name])
     try:
         action(name, actor=request.user)
-    except ops.OpsError as exc:
+    except OpsError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Queue {name} {done}.")

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 
 from queue_engine import schedules as schedule_ops
 from queue_engine.console.access import operator_required, viewer_required
+from queue_engine.exceptions import ScheduleError
 from queue_engine.models import Schedule
 
 ACTIONS: dict[str, tuple[Callable[..., Any], str]] = {
@@ -42,7 +43,7 @@ def schedule_action(request: HttpRequest) -> HttpResponse:
     run, done = action
     try:
         result = run(name, actor=request.user)
-    except schedule_ops.ScheduleError as exc:
+    except ScheduleError as exc:
         messages.error(request, str(exc))
     else:
         if request.POST.get("action") == "run_now":

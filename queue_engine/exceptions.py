@@ -1,0 +1,90 @@
+"""Every exception the engine's public API raises or records, in one place.
+
+Handlers raise `Retry`, `Fatal` and `Snooze` to steer what happens next. `Cancelled` and
+`LeaseExpired` are only recorded in a job's errors (django.tasks imports an error's class
+by its dotted name, so both are importable as `queue_engine.Cancelled` and
+`queue_engine.LeaseExpired`). The `...Error` classes are raised for bad input, before
+anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from queue_engine.durations import Seconds, to_seconds
+
+# --- raised by handlers -------------------------------------------------------------
+
+
+class JobError(Exception):
+    """Base of the errors a handler raises to steer what happens next."""
+
+    def __init__(self, reason: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Retry(JobError):
+    """Fail this attempt and retry, after `delay` seconds or the kind's backoff."""
+
+    def __init__(self, reason: str = "", *, delay: Seconds | None = None) -> None:
+        super().__init__(reason)
+        self.delay = to_seconds(delay)
+
+
+class Fatal(JobError):
+    """Fail for good: straight to the dead letter, whatever attempts are left."""
+
+
+class Snooze(JobError):
+    """Run again after `delay` without using up an attempt, optionally with a new payload."""
+
+    def __init__(
+        self, delay: Seconds, *, payload: Mapping[str, Any] | None = None, reason: str = ""
+    ) -> None:
+        super().__init__(reason or f"snoozed for {to_seconds(delay)}s")
+        self.delay = to_seconds(delay) or 0.0
+        self.payload = dict(payload) if payload is not None else None
+
+
+# --- recorded in a job's errors, never raised ------------------------------------------
+
+
+class Cancelled(Exception):
+    """The error recorded when an operator cancels a job; never raised by the engine."""
+
+
+class LeaseExpired(Exception):
+    """The error recorded when a job's worker stopped heartbeating; never raised."""
+
+
+# --- bad input: nothing was written -------------------------------------------------
+
+
+class PayloadError(ValueError):
+    """A value that does not survive a JSON round trip, or that is too large."""
+
+
+class EnqueueError(ValueError):
+    """A job that cannot be enqueued as asked; nothing was written."""
+
+
+class UnknownKindError(EnqueueError):
+    """The kind names no registered job, and no importable function."""
+
+
+class InvalidPayloadError(EnqueueError, PayloadError):
+    """The payload does not survive a JSON round trip, or is too large."""
+
+
+class FlowError(EnqueueError):
+    """A flow that cannot be submitted as built; nothing was written."""
+
+
+class ScheduleError(ValueError):
+    """A schedule that cannot be declared as asked; nothing was written."""
+
+
+class OpsError(ValueError):
+    """An operator action that cannot be done as asked; nothing changed."""
