@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from queue_engine import job
-from queue_engine.definitions import Backoff, JobDefinition
+from queue_engine.definitions import Backoff
+from queue_engine.kinds import JobKind
 
 if TYPE_CHECKING:
     from queue_engine.worker.context import JobContext
@@ -31,11 +32,9 @@ async def _flaky(ctx: JobContext, to: str, subject: str = "Hello") -> None:
         raise RuntimeError(f"bench: attempt {ctx.attempt} fails on purpose")
 
 
-noop: JobDefinition = job(_noop, kind=KIND, queue=QUEUE)
-async_noop: JobDefinition = job(_async_noop, kind=ASYNC_KIND, queue=QUEUE)
-flaky: JobDefinition = job(
-    _flaky, kind=FLAKY_KIND, queue=QUEUE, backoff=Backoff.fixed(0), max_attempts=5
-)
+noop: JobKind = job(_noop, kind=KIND, queue=QUEUE)
+async_noop: JobKind = job(_async_noop, kind=ASYNC_KIND, queue=QUEUE)
+flaky: JobKind = job(_flaky, kind=FLAKY_KIND, queue=QUEUE, backoff=Backoff.fixed(0), max_attempts=5)
 
 
 def sample_payloads(n: int, tag: str = "") -> list[dict[str, str]]:

@@ -404,7 +404,8 @@ def fill_ours(n: int, kind: str, *, groups: int = 0) -> Callable[[int], int]:
     with `groups`, spread them round-robin over that many group keys."""
     from django.db import transaction
 
-    from queue_engine.enqueue import JobSpec, enqueue_many
+    from queue_engine.enqueueing.bulk import enqueue_many
+    from queue_engine.enqueueing.prepare import JobSpec
 
     def prepare(rep: int) -> int:
         specs = [

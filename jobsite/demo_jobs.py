@@ -15,9 +15,10 @@ import sys
 import time
 from typing import Any, Literal
 
-from queue_engine.definitions import Backoff, job
+from queue_engine.definitions import Backoff
 from queue_engine.exceptions import Fatal
 from queue_engine.flows import Flow
+from queue_engine.kinds import job
 
 log = logging.getLogger(__name__)
 

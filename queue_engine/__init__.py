@@ -4,8 +4,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from queue_engine.definitions import Backoff, job
-    from queue_engine.enqueue import JobSpec, enqueue, enqueue_many
+    from queue_engine.definitions import Backoff
+    from queue_engine.enqueueing.bulk import enqueue_many
+    from queue_engine.enqueueing.prepare import JobSpec
+    from queue_engine.enqueueing.single import enqueue
     from queue_engine.exceptions import (
         Cancelled,
         EnqueueError,
@@ -16,15 +18,16 @@ if TYPE_CHECKING:
         ScheduleError,
         Snooze,
     )
+    from queue_engine.kinds import job
 
 # Where each public name lives. The package resolves them lazily, so that
 # `import queue_engine` works before Django's apps are ready.
 _HOMES = {
     "Backoff": "queue_engine.definitions",
-    "job": "queue_engine.definitions",
-    "JobSpec": "queue_engine.enqueue",
-    "enqueue": "queue_engine.enqueue",
-    "enqueue_many": "queue_engine.enqueue",
+    "job": "queue_engine.kinds",
+    "JobSpec": "queue_engine.enqueueing.prepare",
+    "enqueue": "queue_engine.enqueueing.single",
+    "enqueue_many": "queue_engine.enqueueing.bulk",
     "Cancelled": "queue_engine.exceptions",
     "EnqueueError": "queue_engine.exceptions",
     "Fatal": "queue_engine.exceptions",

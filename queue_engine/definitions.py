@@ -6,16 +6,13 @@ import dataclasses
 import inspect
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, TypeIs, overload
+from typing import Any, Literal, Self, TypeIs
 
 from queue_engine.durations import Seconds, to_seconds
 from queue_engine.payloads import text_problem
-
-if TYPE_CHECKING:
-    from queue_engine.models import Job
 
 # One item of `enqueue_many`: keyword arguments, or positional ones.
 Call = Mapping[str, Any] | tuple[Any, ...]
@@ -305,7 +302,7 @@ class JobDefinition[**P = ..., R = Any]:
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.func(*args, **kwargs)
 
-    def using(self, **overrides: Any) -> JobDefinition[P, R]:
+    def using(self, **overrides: Any) -> Self:
         """A copy with per-call options: queue, priority, run_at, delay, dedup_key, ..."""
         unknown = set(overrides) - {f.name for f in dataclasses.fields(EnqueueOptions)}
         if unknown:
@@ -376,23 +373,6 @@ class JobDefinition[**P = ..., R = Any]:
             return None if value is None else str(value)[:255]
         return self.group_key
 
-    def enqueue(self, *args: Any, **kwargs: Any) -> Job:
-        from queue_engine.enqueue import enqueue_definition
-
-        return enqueue_definition(self, self.payload_for(args, kwargs))
-
-    def enqueue_debounced(self, *args: Any, **kwargs: Any) -> Job:
-        """Coalesce with a pending job of the same dedup key: it takes this payload and run time."""
-        from queue_engine.enqueue import enqueue_definition
-
-        return enqueue_definition(self, self.payload_for(args, kwargs), debounce=True)
-
-    def enqueue_many(self, calls: Iterable[Call]) -> list[int]:
-        """Enqueue one job per item (a dict of keyword arguments, or a tuple of positional ones)."""
-        from queue_engine.enqueue import enqueue_calls
-
-        return enqueue_calls(self, calls if isinstance(calls, Sequence) else list(calls))
-
     def payload_of(self, call: Call) -> dict[str, Any]:
         """`payload_for` of one item of `enqueue_many`."""
         if type(call) is dict:
@@ -400,106 +380,3 @@ class JobDefinition[**P = ..., R = Any]:
         if isinstance(call, Mapping):
             return self.payload_for((), dict(call))
         return self.payload_for(tuple(call), {})
-
-
-@overload
-def job[**P, R](
-    func: Callable[P, R],
-    *,
-    kind: str | None = None,
-    queue: str | None = None,
-    priority: int = 0,
-    max_attempts: int | None = None,
-    backoff: Backoff | None = None,
-    idle_timeout: Seconds | None = None,
-    name: str | Callable[[dict[str, Any]], str] | None = None,
-    group_key: str | Callable[[dict[str, Any]], str | None] | None = None,
-    labels: Sequence[str] = (),
-    on_error: OnError = "retry",
-    takes_context: bool | None = None,
-) -> JobDefinition[P, R]: ...
-
-
-@overload
-def job[**P, R](
-    func: None = None,
-    *,
-    kind: str | None = None,
-    queue: str | None = None,
-    priority: int = 0,
-    max_attempts: int | None = None,
-    backoff: Backoff | None = None,
-    idle_timeout: Seconds | None = None,
-    name: str | Callable[[dict[str, Any]], str] | None = None,
-    group_key: str | Callable[[dict[str, Any]], str | None] | None = None,
-    labels: Sequence[str] = (),
-    on_error: OnError = "retry",
-    takes_context: bool | None = None,
-) -> Callable[[Callable[P, R]], JobDefinition[P, R]]: ...
-
-
-def job[**P, R](
-    func: Callable[P, R] | None = None,
-    *,
-    kind: str | None = None,
-    queue: str | None = None,
-    priority: int = 0,
-    max_attempts: int | None = None,
-    backoff: Backoff | None = None,
-    idle_timeout: Seconds | None = None,
-    name: str | Callable[[dict[str, Any]], str] | None = None,
-    group_key: str | Callable[[dict[str, Any]], str | None] | None = None,
-    labels: Sequence[str] = (),
-    on_error: OnError = "retry",
-    takes_context: bool | None = None,
-) -> JobDefinition[P, R] | Callable[[Callable[P, R]], JobDefinition[P, R]]:
-    """Register a function (plain or `async def`) as a job kind.
-
-    The handler receives a `ctx` (JobContext) as its first argument when that
-    parameter is named `ctx`, or when `takes_context=True`.
-    """
-
-    def register(f: Callable[P, R]) -> JobDefinition[P, R]:
-        from queue_engine.conf import option
-        from queue_engine.registry import registry
-
-        name_of_kind = kind or f"{f.__module__}.{f.__qualname__}"
-        problems = [
-            name_problem("the kind", name_of_kind, 255),
-            None if queue is None else name_problem("the queue", queue, 128),
-            None
-            if on_error in ("retry", "fatal")
-            else f"on_error must be 'retry' or 'fatal', not {on_error!r}.",
-            priority_problem(priority),
-            None if max_attempts is None else max_attempts_problem(max_attempts),
-            labels_problem(labels),
-            None if idle_timeout is None else idle_timeout_problem(idle_timeout),
-            None
-            if backoff is None or isinstance(backoff, Backoff)
-            else f"backoff must be a Backoff, such as Backoff.fixed(30), not {backoff!r}.",
-        ]
-        for problem in problems:
-            if problem is not None:
-                raise ValueError(f"@job {name_of_kind}: {problem}")
-        params = list(inspect.signature(f).parameters)
-        wants_ctx = takes_context if takes_context is not None else params[:1] == ["ctx"]
-        definition = JobDefinition(
-            func=f,
-            kind=name_of_kind,
-            queue=queue or option("DEFAULT_QUEUE"),
-            priority=priority,
-            max_attempts=option("DEFAULT_MAX_ATTEMPTS") if max_attempts is None else max_attempts,
-            backoff=backoff or DEFAULT_BACKOFF,
-            idle_timeout=to_seconds(idle_timeout),
-            name=name,
-            group_key=group_key,
-            labels=tuple(labels),
-            on_error=on_error,
-            takes_context=wants_ctx,
-        )
-        registry.register(definition)
-        return definition
-
-    if func is not None:
-        return register(func)
-    return register

@@ -21,7 +21,7 @@ from django.db import IntegrityError, connection, transaction
 
 from queue_engine import sql, sql_flows
 from queue_engine.definitions import JobDefinition
-from queue_engine.enqueue import JobSpec, Row, prepare, spec_for
+from queue_engine.enqueueing.prepare import JobSpec, Row, prepare, spec_for
 from queue_engine.exceptions import EnqueueError, FlowError
 from queue_engine.payloads import dump_json, text_problem
 

@@ -9,7 +9,7 @@ from django.db import connection, transaction
 
 from queue_engine import sql_flows
 from queue_engine.definitions import Backoff
-from queue_engine.enqueue import JobSpec
+from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.exceptions import FlowError, OpsError
 from queue_engine.flows import Flow as FlowBuilder
 from queue_engine.models import Flow, Job

@@ -7,7 +7,9 @@ from importlib import import_module
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import autodiscover_modules, import_string
 
+from queue_engine.conf import option
 from queue_engine.definitions import JobDefinition
+from queue_engine.tasks import definition_for_task
 
 
 class Registry:
@@ -38,8 +40,6 @@ class Registry:
             target = import_string(kind)
         except ImportError:
             return None
-        from queue_engine.tasks_backend import definition_for_task
-
         definition = definition_for_task(target)
         if definition is not None:
             self._definitions[kind] = definition
@@ -57,8 +57,6 @@ registry = Registry()
 
 def autodiscover() -> None:
     """Import every app's `jobs` module and the modules listed in JOB_MODULES."""
-    from queue_engine.conf import option
-
     autodiscover_modules("jobs")
     modules = option("JOB_MODULES")
     if isinstance(modules, str) or not all(isinstance(m, str) for m in modules):

@@ -21,7 +21,8 @@ from django.db import connection, transaction
 
 from queue_engine import sql_maintenance as q
 from queue_engine.definitions import JobDefinition
-from queue_engine.enqueue import JobSpec, enqueue, prepare
+from queue_engine.enqueueing.prepare import JobSpec, prepare
+from queue_engine.enqueueing.single import enqueue
 from queue_engine.exceptions import EnqueueError, ScheduleError
 from queue_engine.models import Job, Schedule
 from queue_engine.ops import audit

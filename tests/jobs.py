@@ -331,7 +331,7 @@ def spawn_in_atomic(ctx: Any) -> str:
 @job(kind="tests.spawn_by", queue="flows", max_attempts=1)
 def spawn_by(ctx: Any, how: str) -> str:
     """Spawn one child into 'join' given as a JobSpec, or (wrongly) with a positional argument."""
-    from queue_engine.enqueue import JobSpec
+    from queue_engine.enqueueing.prepare import JobSpec
 
     if how == "spec":
         ctx.spawn_into("join", JobSpec(kind="tests.number", payload={"value": 1}, priority=9))

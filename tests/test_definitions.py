@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from queue_engine.definitions import Backoff, job
+from queue_engine.definitions import Backoff
 from queue_engine.exceptions import Retry, Snooze
+from queue_engine.kinds import job
 from queue_engine.registry import registry
 from tests import jobs
 

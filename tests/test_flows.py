@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from queue_engine import ops, ops_flows
 from queue_engine.definitions import Backoff
-from queue_engine.enqueue import JobSpec
+from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.exceptions import FlowError
 from queue_engine.flows import Flow
 from queue_engine.models import Flow as FlowRow

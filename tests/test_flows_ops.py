@@ -6,7 +6,8 @@ import pytest
 from django.db import connection
 
 from queue_engine import ops, ops_flows
-from queue_engine.enqueue import JobSpec, enqueue
+from queue_engine.enqueueing.prepare import JobSpec
+from queue_engine.enqueueing.single import enqueue
 from queue_engine.exceptions import OpsError
 from queue_engine.flows import Flow
 from queue_engine.models import AuditEvent, FlowCountdown, Job, JobRecord

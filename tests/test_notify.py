@@ -4,7 +4,8 @@ import psycopg
 import pytest
 from django.db import transaction
 
-from queue_engine.enqueue import JobSpec, enqueue_many
+from queue_engine.enqueueing.bulk import enqueue_many
+from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.models import Job
 from tests import jobs
 

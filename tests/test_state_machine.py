@@ -49,7 +49,8 @@ from hypothesis.stateful import (
 )
 
 from queue_engine import ops, sql
-from queue_engine.enqueue import JobSpec, enqueue
+from queue_engine.enqueueing.prepare import JobSpec
+from queue_engine.enqueueing.single import enqueue
 from queue_engine.exceptions import OpsError
 from tests import jobs  # noqa: F401  (registers tests.noop)
 

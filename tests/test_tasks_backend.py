@@ -18,7 +18,7 @@ from queue_engine import ops
 from queue_engine.definitions import Backoff
 from queue_engine.models import Job, JobRecord
 from queue_engine.registry import registry
-from queue_engine.tasks_backend import definition_for_task
+from queue_engine.tasks import definition_for_task
 from tests import jobs
 from tests.workers import Workers, wait_for
 

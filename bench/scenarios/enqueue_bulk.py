@@ -10,7 +10,8 @@ from django.db import transaction
 from bench import baseline
 from bench.harness import BenchEnv, Timed, per_second, timer
 from bench.jobs import KIND, QUEUE, noop, sample_payloads
-from queue_engine.enqueue import JobSpec, enqueue_many
+from queue_engine.enqueueing.bulk import enqueue_many
+from queue_engine.enqueueing.prepare import JobSpec
 
 NAME = "enqueue_bulk"
 N = 50_000

@@ -17,6 +17,8 @@ from django.db.models.expressions import BaseExpression, DatabaseDefault
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from queue_engine.registry import registry
+
 
 class JobState(models.TextChoices):
     AVAILABLE = "available"
@@ -150,8 +152,6 @@ class Job(JobFields):
     def apply_kind_defaults(self) -> None:
         """Fill what the caller left unset from the kind's definition, and the state from
         run_at: a future one makes the job scheduled, as an enqueue would (ORM enqueues)."""
-        from queue_engine.registry import registry
-
         if _unset(self.state) and self._runs_later():
             self.state = JobState.SCHEDULED  # not claimed early, wakes no worker
         definition = registry.get(self.kind)

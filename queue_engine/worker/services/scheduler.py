@@ -23,7 +23,7 @@ import psycopg
 
 from queue_engine import sql
 from queue_engine import sql_maintenance as q
-from queue_engine.enqueue import prepare
+from queue_engine.enqueueing.prepare import prepare
 from queue_engine.exceptions import EnqueueError
 from queue_engine.recurrence import Due, Recurrence
 from queue_engine.schedules import fire_spec
