@@ -21,7 +21,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from queue_engine import ops, ops_queues, queue_defaults, schedules
+from queue_engine import ops, queue_defaults, schedules
 from queue_engine.exceptions import OpsError, ScheduleError
 from queue_engine.models import (
     AuditEvent,
@@ -32,6 +32,7 @@ from queue_engine.models import (
     Schedule,
     WorkerProcess,
 )
+from queue_engine.ops import queues as ops_queues
 from queue_engine.templatetags.console import masked_json, masked_json_line
 
 OPERATE = "queue_engine.operate_console"

@@ -188,7 +188,7 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
 def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     from queue_engine.conf import option
     from queue_engine.exceptions import ScheduleError
-    from queue_engine.schedules import settings_declarations
+    from queue_engine.schedules.api import settings_declarations
 
     try:
         settings_declarations(option("SCHEDULES"))

@@ -59,6 +59,14 @@ class LeaseExpired(Exception):
     """The error recorded when a job's worker stopped heartbeating; never raised."""
 
 
+# --- raised by the engine inside a handler -------------------------------------------
+
+
+class LeaseLost(Exception):
+    """Raised inside a handler whose job is no longer its own (cancelled, rescued or
+    removed): its effects must not commit."""
+
+
 # --- bad input: nothing was written -------------------------------------------------
 
 

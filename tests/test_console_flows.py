@@ -18,7 +18,7 @@ from queue_engine.console.roles import ensure_roles
 from queue_engine.flows import Flow
 from queue_engine.models import AuditEvent, Job, JobRecord
 from queue_engine.models import Flow as FlowRow
-from queue_engine.ops_flows import refresh_flows
+from queue_engine.ops.changes import refresh_flows
 from tests import jobs
 from tests.console_data import XSS
 

@@ -7,9 +7,9 @@ import html
 import pytest
 from django.test import Client
 
-from queue_engine import ops_queues
 from queue_engine.console.queue_form import as_input
 from queue_engine.models import AuditEvent, GroupLimit, QueueConfig
+from queue_engine.ops import queues as ops_queues
 from queue_engine.templatetags.console import queue_url_name
 from tests.console_data import XSS
 from tests.console_users import client_for

@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queue_engine import ops, ops_flows
+from queue_engine import ops
 from queue_engine.definitions import Backoff
 from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.exceptions import FlowError
@@ -27,6 +27,7 @@ from queue_engine.models import (
     JobRecord,
     WorkerProcess,
 )
+from queue_engine.ops import flows as ops_flows
 from tests import jobs
 from tests.flow_helpers import flow_state, records, succeed_by_hand
 from tests.workers import Workers, wait_for

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from queue_engine import ops, ops_flows
+from queue_engine import ops
 from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.enqueueing.single import enqueue
 from queue_engine.exceptions import OpsError
 from queue_engine.flows import Flow
 from queue_engine.models import AuditEvent, FlowCountdown, Job, JobRecord
 from queue_engine.models import Flow as FlowRow
+from queue_engine.ops import flows as ops_flows
 from tests import jobs
 from tests.flow_helpers import flow_state
 from tests.workers import Workers, wait_for

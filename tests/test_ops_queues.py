@@ -11,7 +11,7 @@ from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.test import Client
 
-from queue_engine import ops_queues, schedules
+from queue_engine import schedules
 from queue_engine.exceptions import OpsError
 from queue_engine.models import (
     AuditEvent,
@@ -22,6 +22,7 @@ from queue_engine.models import (
     QueueConfig,
     Schedule,
 )
+from queue_engine.ops import queues as ops_queues
 from tests import jobs
 from tests.workers import Workers, wait_for
 

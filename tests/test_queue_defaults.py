@@ -12,8 +12,8 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.test import Client
 
-from queue_engine import ops_queues
 from queue_engine.models import AuditEvent, QueueConfig, QueueDefaults
+from queue_engine.ops import queues as ops_queues
 from tests import jobs
 from tests.workers import Workers, wait_for
 

@@ -18,7 +18,7 @@ from queue_engine import schedules
 from queue_engine.checks import check_schedules
 from queue_engine.exceptions import ScheduleError
 from queue_engine.models import AuditEvent, Job, JobRecord, Schedule, WorkerProcess
-from queue_engine.recurrence import Recurrence, check_cron
+from queue_engine.schedules.recurrence import Recurrence, check_cron
 from queue_engine.worker.services import fire_due_schedules
 from tests import jobs
 from tests.services import run_service

@@ -6,8 +6,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from queue_engine import ops_queues, queue_defaults
+from queue_engine import queue_defaults
 from queue_engine.exceptions import OpsError
+from queue_engine.ops import queues as ops_queues
 from queue_engine.templatetags.console import duration
 
 Kind = Literal["count", "duration"]

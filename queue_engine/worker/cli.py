@@ -125,8 +125,8 @@ def declare_settings() -> None:
     from django.db import OperationalError, connection
 
     from queue_engine.exceptions import ScheduleError
-    from queue_engine.ops_queues import declare_configured as declare_queues
-    from queue_engine.schedules import declare_configured
+    from queue_engine.ops.queues import declare_configured as declare_queues
+    from queue_engine.schedules.api import declare_configured
     from queue_engine.worker.outage import OUTAGE, retry_waits
 
     log = logging.getLogger("queue_engine.worker")

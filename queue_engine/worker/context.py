@@ -9,14 +9,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from queue_engine.exceptions import LeaseLost
 from queue_engine.payloads import dump_json
 
 if TYPE_CHECKING:
     from queue_engine.worker.execution import Execution
-
-
-class LeaseLost(Exception):
-    """This job is no longer ours (cancelled, rescued or removed): its effects must not commit."""
 
 
 NO_RESULT: Any = object()
@@ -88,13 +85,13 @@ class JobContext:
         Allowed while this job runs and holds an edge into `join`; the child may
         spawn into the join in turn. Commits before returning. Returns the job id.
         """
-        from queue_engine.flow_runtime import spawn_into
+        from queue_engine.flows.runtime import spawn_into
 
         return spawn_into(self._execution, join, [(job, args, kwargs, key)])[0]
 
     def fan_out_into(self, join: str, job: Any, calls: list[dict[str, Any]]) -> list[int]:
         """`spawn_into` for many children at once (one call = one dict of arguments)."""
-        from queue_engine.flow_runtime import spawn_into
+        from queue_engine.flows.runtime import spawn_into
 
         return spawn_into(self._execution, join, [(job, (), call, None) for call in calls])
 

@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from queue_engine.definitions import DEFAULT_BACKOFF, Backoff, JobDefinition
-from queue_engine.exceptions import Fatal, PayloadError, Retry, Snooze
+from queue_engine.exceptions import Fatal, LeaseLost, PayloadError, Retry, Snooze
 from queue_engine.payloads import dump_json, storable
 from queue_engine.registry import registry
 from queue_engine.worker.capture import CURRENT
-from queue_engine.worker.context import JobContext, LeaseLost
+from queue_engine.worker.context import JobContext
 
 if TYPE_CHECKING:
     from queue_engine.worker.runtime import Worker

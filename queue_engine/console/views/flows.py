@@ -13,11 +13,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
-from queue_engine import ops_flows, tracking
+from queue_engine import tracking
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.queries import RANGES
 from queue_engine.console.views.params import htmx_target, int_param
 from queue_engine.exceptions import OpsError
+from queue_engine.ops import flows as ops_flows
 from queue_engine.statement_timeout import NarrowFilter
 
 RANGE_CHOICES = [

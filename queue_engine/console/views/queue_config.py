@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from queue_engine import ops_queues, queue_defaults
+from queue_engine import queue_defaults
 from queue_engine.console.access import operator_required
 from queue_engine.console.queue_form import (
     COUNT,
@@ -25,6 +25,7 @@ from queue_engine.console.queue_form import (
 from queue_engine.console.views.queues import queue_context
 from queue_engine.exceptions import OpsError
 from queue_engine.models import GroupLimit
+from queue_engine.ops import queues as ops_queues
 
 
 @dataclass

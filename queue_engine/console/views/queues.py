@@ -10,12 +10,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from queue_engine import ops, ops_queues
+from queue_engine import ops
 from queue_engine.console import charts, queries
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.queue_form import config_rows
 from queue_engine.exceptions import OpsError
 from queue_engine.models import GroupLimit, QueueConfig
+from queue_engine.ops import queues as ops_queues
 
 
 def queue_context(name: str) -> dict[str, Any]:

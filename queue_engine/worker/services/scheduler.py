@@ -25,8 +25,8 @@ from queue_engine import sql
 from queue_engine import sql_maintenance as q
 from queue_engine.enqueueing.prepare import prepare
 from queue_engine.exceptions import EnqueueError
-from queue_engine.recurrence import Due, Recurrence
-from queue_engine.schedules import fire_spec
+from queue_engine.schedules.api import fire_spec
+from queue_engine.schedules.recurrence import Due, Recurrence
 
 log = logging.getLogger("queue_engine.worker")
 

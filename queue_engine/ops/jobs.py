@@ -1,4 +1,4 @@
-"""Every operator action. The console, the admin and the CLI call only these.
+"""Operator actions on jobs: cancel, retry, remove and redrive, one by one or many.
 
 Each action runs in one transaction together with the AuditEvent that records
 it, and refuses what it cannot do with a message that says why.
@@ -7,48 +7,21 @@ it, and refuses what it cannot do with a message that says why.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
 from django.db import connection, transaction
 
-from queue_engine import sql
+from queue_engine import sql, sql_flows
 from queue_engine.exceptions import OpsError
-from queue_engine.models import AuditEvent, Job, JobRecord
-
-
-def actor_name(actor: Any) -> str:
-    if actor is None:
-        return "system"
-    if isinstance(actor, str):
-        return actor
-    return str(getattr(actor, "get_username", lambda: actor)())
-
-
-def audit(
-    actor: Any, action: str, target_type: str, target: str, count: int, **details: Any
-) -> AuditEvent:
-    return AuditEvent.objects.create(
-        actor=actor_name(actor),
-        action=action,
-        target_type=target_type,
-        target=target[:255],
-        count=count,
-        details=details,
-    )
-
-
-def notify_changes(queues: Iterable[str], ids: list[int]) -> None:
-    """Wake workers of these queues and tell the console these jobs changed (at commit)."""
-    _notify(queues, ids)
-
-
-def _notify(queues: Iterable[str], ids: list[int]) -> None:
-    with connection.cursor() as cursor:
-        wake = sorted(set(queues))
-        if wake:
-            cursor.execute(sql.NOTIFY_QUEUES, [wake])
-        cursor.execute(sql.NOTIFY_EVENT, [json.dumps({"type": "jobs", "ids": ids[:200]})])
+from queue_engine.models import Job, JobRecord
+from queue_engine.ops.changes import (
+    actor_name,
+    audit,
+    flows_of,
+    notify_changes,
+    refresh_flows,
+    refresh_flows_of,
+)
 
 
 def _describe(job_id: int) -> str:
@@ -87,8 +60,8 @@ def cancel_jobs(ids: list[int], *, actor: Any = None, audited: bool = True) -> i
                 [json.dumps({"action": "cancel", "ids": running, "by": actor_name(actor)})],
             )
         if rows:
-            _notify([], [r[0] for r in rows])
-            _refresh_flows_of(cursor, [r[0] for r in rows])
+            notify_changes([], [r[0] for r in rows])
+            refresh_flows_of(cursor, [r[0] for r in rows])
             if audited:
                 audit(actor, "cancel", "job", _target(rows), len(rows), running=len(running))
     return len(rows)
@@ -96,47 +69,8 @@ def cancel_jobs(ids: list[int], *, actor: Any = None, audited: bool = True) -> i
 
 def _with_dependants(cursor: Any, ids: list[int]) -> list[int]:
     """These ids plus every flow node downstream of them (flow nodes only have edges)."""
-    from queue_engine import sql_flows
-
     cursor.execute(sql_flows.DESCENDANTS, [ids])
     return sorted({r[0] for r in cursor.fetchall()} | set(ids))
-
-
-def _flows_of(cursor: Any, job_ids: list[int]) -> list[int]:
-    """The flows these jobs (live or ended) are nodes of."""
-    cursor.execute(
-        "SELECT DISTINCT flow_id FROM queue_engine_jobrecord "
-        "WHERE id = ANY(%s) AND flow_id IS NOT NULL "
-        "UNION SELECT DISTINCT flow_id FROM queue_engine_job "
-        "WHERE id = ANY(%s) AND flow_id IS NOT NULL",
-        [job_ids, job_ids],
-    )
-    return sorted(r[0] for r in cursor.fetchall())
-
-
-def _refresh_flows_of(cursor: Any, job_ids: list[int]) -> None:
-    _refresh_flows(cursor, _flows_of(cursor, job_ids))
-
-
-def _refresh_flows(cursor: Any, flows: list[int]) -> None:
-    from queue_engine import sql_flows
-
-    if flows:
-        cursor.execute(sql_flows.REFRESH_FLOWS, [flows])
-        refresh_after_commit(flows)
-
-
-def refresh_after_commit(flow_ids: list[int]) -> None:
-    """Refresh these flows' states again once the caller's transaction commits: inside
-    it, a worker settling another node of the flow at the same moment is still unseen
-    (see the worker's settle)."""
-    from queue_engine import sql_flows
-
-    def refresh() -> None:
-        with connection.cursor() as cursor:
-            cursor.execute(sql_flows.REFRESH_FLOWS, [sorted(set(flow_ids))])
-
-    transaction.on_commit(refresh)
 
 
 def retry_job(job_id: int, *, actor: Any = None) -> str:
@@ -154,7 +88,7 @@ def retry_job(job_id: int, *, actor: Any = None) -> str:
             with connection.cursor() as cursor:
                 cursor.execute(sql.OPS_RUN_NOW, {"ids": [job_id]})
                 rows = cursor.fetchall()
-            _notify([q for _, q in rows], [job_id])
+            notify_changes([q for _, q in rows], [job_id])
             audit(actor, "retry", "job", str(job_id), 1, mode="run_now")
             return "run_now"
         flow_node = (
@@ -186,7 +120,7 @@ def retry_jobs(ids: list[int], *, actor: Any = None) -> int:
         cursor.execute(sql.OPS_RUN_NOW, {"ids": ids})
         rows = cursor.fetchall()
         if rows:
-            _notify([q for _, q in rows], [r[0] for r in rows])
+            notify_changes([q for _, q in rows], [r[0] for r in rows])
             audit(actor, "retry", "job", _target(rows), len(rows), mode="run_now")
         redriven = redrive_jobs(
             ids, actor=actor, states=("failed", "cancelled", "succeeded"), action="retry"
@@ -215,7 +149,7 @@ def remove_jobs(ids: list[int], *, actor: Any = None) -> int:
         )
         running = {r[0] for r in cursor.fetchall()}
         ids = _with_dependants(cursor, [i for i in ids if i not in running])
-        flows = _flows_of(cursor, ids)  # read before the rows that name them are gone
+        flows = flows_of(cursor, ids)  # read before the rows that name them are gone
         cursor.execute(sql.OPS_REMOVE_LIVE, {"ids": ids})
         rows = cursor.fetchall()
         cursor.execute(sql.OPS_REMOVE_RECORDS, {"ids": ids})
@@ -225,8 +159,8 @@ def remove_jobs(ids: list[int], *, actor: Any = None) -> int:
         if nodes_of:
             cursor.execute(sql.OPS_COUNT_REMOVED_NODES, [nodes_of])
         if removed:
-            _notify([], removed)
-            _refresh_flows(cursor, flows)
+            notify_changes([], removed)
+            refresh_flows(flows)
             audit(actor, "remove", "job", _target([(i,) for i in removed]), len(removed))
     return len(removed)
 
@@ -266,11 +200,9 @@ def redrive_jobs(
         cursor.execute(sql.OPS_REDRIVE, {"ids": ids, "states": list(states)})
         rows = cursor.fetchall()
         if rows:
-            from queue_engine import sql_flows
-
             cursor.execute(sql_flows.WAIT_FOR_PARENTS, [[r[0] for r in rows]])
-            _notify([q for _, q in rows], [r[0] for r in rows])
-            _refresh_flows_of(cursor, [r[0] for r in rows])
+            notify_changes([q for _, q in rows], [r[0] for r in rows])
+            refresh_flows_of(cursor, [r[0] for r in rows])
             if queue is None:
                 audit(actor, action, "job", _target(rows), len(rows))
             else:

@@ -25,7 +25,7 @@ from queue_engine import queue_defaults, sql
 from queue_engine import sql_maintenance as q
 from queue_engine.exceptions import OpsError
 from queue_engine.models import GroupLimit, QueueConfig
-from queue_engine.ops import audit
+from queue_engine.ops.changes import audit
 from queue_engine.queue_defaults import EDITABLE, LIMITS, MAX_SECONDS
 
 __all__ = [

@@ -11,9 +11,8 @@ from django.db import close_old_connections, connection, transaction
 from queue_engine import sql, sql_flows
 from queue_engine.definitions import JobDefinition
 from queue_engine.enqueueing.prepare import JobSpec, prepare
-from queue_engine.exceptions import FlowError
-from queue_engine.flows import flow_row, node_spec
-from queue_engine.worker.context import LeaseLost
+from queue_engine.exceptions import FlowError, LeaseLost
+from queue_engine.flows.builder import flow_row, node_spec
 
 if TYPE_CHECKING:
     from queue_engine.worker.execution import Execution

@@ -25,22 +25,9 @@ from queue_engine.enqueueing.prepare import JobSpec, prepare
 from queue_engine.enqueueing.single import enqueue
 from queue_engine.exceptions import EnqueueError, ScheduleError
 from queue_engine.models import Job, Schedule
-from queue_engine.ops import audit
-from queue_engine.recurrence import Recurrence, check_cron, check_every, check_timezone
+from queue_engine.ops.changes import audit
 from queue_engine.registry import registry
-
-__all__ = [
-    "ScheduleError",
-    "declaration",
-    "declare_configured",
-    "disable",
-    "enable",
-    "remove_schedule",
-    "run_now",
-    "save_declaration",
-    "upsert_cron",
-    "upsert_interval",
-]
+from queue_engine.schedules.recurrence import Recurrence, check_cron, check_every, check_timezone
 
 Missed = Literal["run_once", "skip"]
 Source = Literal["code", "settings", "admin"]

@@ -13,14 +13,8 @@ from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.exceptions import FlowError, OpsError
 from queue_engine.flows import Flow as FlowBuilder
 from queue_engine.models import Flow, Job
-from queue_engine.ops import audit, cancel_jobs, notify_changes, refresh_after_commit
-
-
-def refresh_flows(flow_ids: list[int]) -> None:
-    if flow_ids:
-        with connection.cursor() as cursor:
-            cursor.execute(sql_flows.REFRESH_FLOWS, [sorted(set(flow_ids))])
-        refresh_after_commit(flow_ids)
+from queue_engine.ops.changes import audit, notify_changes, refresh_flows
+from queue_engine.ops.jobs import cancel_jobs
 
 
 def cancel_flow(flow_id: int, *, actor: Any = None) -> int:

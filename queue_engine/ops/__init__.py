@@ -1,0 +1,36 @@
+"""Every operator action. The console, the admin and the CLI call only these.
+
+Each action runs in one transaction together with the AuditEvent that records
+it, and refuses what it cannot do with a message that says why.
+"""
+
+from queue_engine.ops.changes import actor_name, audit
+from queue_engine.ops.flows import cancel_flow, requeue_flow, rerun_flow
+from queue_engine.ops.jobs import (
+    cancel_job,
+    cancel_jobs,
+    redrive_job,
+    redrive_jobs,
+    redrive_queue,
+    remove_job,
+    remove_jobs,
+    retry_job,
+    retry_jobs,
+)
+
+__all__ = [
+    "actor_name",
+    "audit",
+    "cancel_flow",
+    "cancel_job",
+    "cancel_jobs",
+    "redrive_job",
+    "redrive_jobs",
+    "redrive_queue",
+    "remove_job",
+    "remove_jobs",
+    "requeue_flow",
+    "rerun_flow",
+    "retry_job",
+    "retry_jobs",
+]

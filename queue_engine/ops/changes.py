@@ -1,0 +1,79 @@
+"""What every operator action shares: who did it, the audit row, the notifications
+that wake workers and consoles, and the refresh of the flows an action touched."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import connection, transaction
+
+from queue_engine import sql, sql_flows
+from queue_engine.models import AuditEvent
+
+
+def actor_name(actor: Any) -> str:
+    if actor is None:
+        return "system"
+    if isinstance(actor, str):
+        return actor
+    return str(getattr(actor, "get_username", lambda: actor)())
+
+
+def audit(
+    actor: Any, action: str, target_type: str, target: str, count: int, **details: Any
+) -> AuditEvent:
+    return AuditEvent.objects.create(
+        actor=actor_name(actor),
+        action=action,
+        target_type=target_type,
+        target=target[:255],
+        count=count,
+        details=details,
+    )
+
+
+def notify_changes(queues: Iterable[str], ids: list[int]) -> None:
+    """Wake workers of these queues and tell the console these jobs changed (at commit)."""
+    with connection.cursor() as cursor:
+        wake = sorted(set(queues))
+        if wake:
+            cursor.execute(sql.NOTIFY_QUEUES, [wake])
+        cursor.execute(sql.NOTIFY_EVENT, [json.dumps({"type": "jobs", "ids": ids[:200]})])
+
+
+def flows_of(cursor: Any, job_ids: list[int]) -> list[int]:
+    """The flows these jobs (live or ended) are nodes of."""
+    cursor.execute(
+        "SELECT DISTINCT flow_id FROM queue_engine_jobrecord "
+        "WHERE id = ANY(%s) AND flow_id IS NOT NULL "
+        "UNION SELECT DISTINCT flow_id FROM queue_engine_job "
+        "WHERE id = ANY(%s) AND flow_id IS NOT NULL",
+        [job_ids, job_ids],
+    )
+    return sorted(r[0] for r in cursor.fetchall())
+
+
+def refresh_flows_of(cursor: Any, job_ids: list[int]) -> None:
+    refresh_flows(flows_of(cursor, job_ids))
+
+
+def refresh_flows(flow_ids: list[int]) -> None:
+    """Recompute these flows' states now, and again once the transaction commits."""
+    if flow_ids:
+        with connection.cursor() as cursor:
+            cursor.execute(sql_flows.REFRESH_FLOWS, [sorted(set(flow_ids))])
+        refresh_after_commit(flow_ids)
+
+
+def refresh_after_commit(flow_ids: list[int]) -> None:
+    """Refresh these flows' states again once the caller's transaction commits: inside
+    it, a worker settling another node of the flow at the same moment is still unseen
+    (see the worker's settle)."""
+
+    def refresh() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(sql_flows.REFRESH_FLOWS, [sorted(set(flow_ids))])
+
+    transaction.on_commit(refresh)
