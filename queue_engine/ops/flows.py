@@ -12,6 +12,7 @@ from queue_engine.definitions import Backoff
 from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.exceptions import FlowError, OpsError
 from queue_engine.flows import Flow as FlowBuilder
+from queue_engine.flows import Node
 from queue_engine.models import Flow, Job
 from queue_engine.ops.changes import audit, notify_changes, refresh_flows
 from queue_engine.ops.jobs import cancel_jobs
@@ -105,7 +106,7 @@ def rerun_flow(flow_id: int, *, actor: Any = None) -> int:
             # Not the original's stop request: the clone runs.
             meta={k: v for k, v in (_json(meta) or {}).items() if k != "cancel_requested"},
         )
-        builder.nodes[key] = _node(key, spec, parents.get(job_id, []))
+        builder.nodes[key] = Node(key, spec, parents.get(job_id, []))
     if not builder.nodes:
         raise OpsError(f"Cannot rerun flow {flow_id}: it has no nodes left to clone.")
     try:
@@ -133,9 +134,3 @@ def _refuse_lost_history(cursor: Any, flow_id: int, action: str, ended: list[str
 
 def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
-
-
-def _node(key: str, spec: JobSpec, depends_on: list[str]) -> Any:
-    from queue_engine.flows import Node
-
-    return Node(key, spec, depends_on)

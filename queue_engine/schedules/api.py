@@ -20,6 +20,7 @@ from typing import Any, Literal
 from django.db import connection, transaction
 
 from queue_engine import sql_maintenance as q
+from queue_engine.conf import option
 from queue_engine.definitions import JobDefinition
 from queue_engine.enqueueing.prepare import JobSpec, prepare
 from queue_engine.enqueueing.single import enqueue
@@ -208,8 +209,6 @@ def declare_configured(schedules: Mapping[str, Any] | None = None) -> list[str]:
 
     All entries are checked before anything is written. Returns the names.
     """
-    from queue_engine.conf import option
-
     configured = option("SCHEDULES") if schedules is None else schedules
     declarations = settings_declarations(configured)
     with transaction.atomic():
