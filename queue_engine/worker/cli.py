@@ -11,6 +11,7 @@ from argparse import ArgumentParser
 from typing import Any
 
 from queue_engine.conf import option
+from queue_engine.worker.logsetup import configure_logging
 
 
 def add_arguments(parser: ArgumentParser) -> None:
@@ -107,16 +108,6 @@ def run(options: dict[str, Any]) -> None:
         sys.stdout.flush()
         os._exit(code)
     sys.exit(code)
-
-
-def configure_logging(verbosity: int) -> None:
-    logger = logging.getLogger("queue_engine.worker")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.__stderr__)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG if verbosity > 1 else logging.INFO)
-    logger.propagate = False
 
 
 def declare_settings() -> None:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+from queue_engine.worker.logsetup import configure_logging
+
 log = logging.getLogger("queue_engine.worker")
 
 
@@ -35,8 +37,6 @@ def child_argv(argv: list[str], index: int) -> list[str]:
 
 
 def supervise(count: int, argv: list[str]) -> int:
-    from queue_engine.worker.cli import configure_logging
-
     configure_logging(1)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "jobsite.settings")
     stopping = False
