@@ -181,7 +181,7 @@ MOVED = (
 )
 
 # For the rest of the claim's transaction (the claim comes last), on top of the lane
-# connection's own settings (worker/runtime.py LANE_SETTINGS: one generic plan, no
+# connection's own settings (worker/lanes.py LANE_SETTINGS: one generic plan, no
 # sequential scans): no bitmap scans. With statistics taken while a queue held few
 # available jobs (a fan-out's children still blocked, say) the planner reads the whole
 # claim index into a bitmap and sorts it, every claim, instead of walking it in order
@@ -360,7 +360,7 @@ WITH configs AS (
 ), held AS (
     -- Queues this claim read candidates of and left some (a cap, a busy key's room, the
     -- rate limit) while it took fewer jobs than it wanted. The worker claims again soon
-    -- (worker/runtime.py, HELD_BACK_FIRST) instead of at its next poll: the next claim
+    -- (worker/lanes.py, HELD_BACK_FIRST) instead of at its next poll: the next claim
     -- passes over the keys this one filled. Counted from what the claim already holds:
     -- a look into the queue for more work, under the queue's lock, cost every claim of
     -- drain_with_limits 10 ms.
@@ -371,12 +371,12 @@ WITH configs AS (
 ), limited AS (
     -- Limited queues this claim looked at, full or not: their claimers take turns on
     -- the queue's lock, so the worker sends one claim at a time while it serves them
-    -- (worker/runtime.py, Worker.serial_claims).
+    -- (worker/lanes.py, Lanes.serial_claims).
     SELECT q.name FROM q WHERE q.limited
 ), suspects AS (
     -- Queues where a suspect this worker could run is due: the worker then claims
-    -- nothing more until its jobs have ended, and claims alone (worker/runtime.py,
-    -- Worker._quarantine). Read through qe_job_suspect, which holds only suspects.
+    -- nothing more until its jobs have ended, and claims alone (worker/lanes.py,
+    -- Lanes._quarantine). Read through qe_job_suspect, which holds only suspects.
     SELECT q.name FROM q
      WHERE NOT %(alone)s AND EXISTS (
            SELECT 1 FROM queue_engine_job s

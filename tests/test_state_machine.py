@@ -3,7 +3,7 @@ operator actions in random orders and checks, after every step, that the databas
 agrees with a small Python model of what must be true.
 
 Simulated workers are plain psycopg connections that run the statements of
-queue_engine.sql with the parameters queue_engine.worker.runtime passes (claim,
+queue_engine.sql with the parameters queue_engine.worker.lanes passes (claim,
 settle, release, heartbeat, progress) and those of the leader (promote, rescue with
 max_rescues=3). A worker can be killed: its claims stay leased until rescued, and
 its old tokens go stale. Operator actions go through queue_engine.ops on Django's

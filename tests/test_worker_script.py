@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from queue_engine import sql, sql_flows
-from queue_engine.worker.runtime import LANE_SETTINGS
+from queue_engine.worker.lanes import LANE_SETTINGS
 from queue_engine.worker.script import Prepared, Script, literal
 
 ECHO = Prepared(

@@ -68,7 +68,7 @@ def run(options: dict[str, Any]) -> None:
     from django.db import connections
 
     from queue_engine.connections import conninfo
-    from queue_engine.worker.runtime import Worker, WorkerOptions
+    from queue_engine.worker.lifecycle import Worker, WorkerOptions
 
     configure_logging(options.get("verbosity", 1))
     declare_settings()
@@ -96,13 +96,13 @@ def run(options: dict[str, Any]) -> None:
         )
     )
     code = asyncio.run(worker.run())
-    if worker.handler_threads:
+    if worker.threads.running:
         # Plain functions still running (abandoned, or given back at the shutdown
         # timeout) must not outlive their jobs, and Python would wait for their threads
         # at exit: the process ends here, and they with it.
         logging.getLogger("queue_engine.worker").info(
             "exiting with %d handler thread(s) still running; they end with this process",
-            len(worker.handler_threads),
+            len(worker.threads.running),
         )
         logging.shutdown()
         sys.stdout.flush()

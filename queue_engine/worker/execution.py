@@ -10,7 +10,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from queue_engine.definitions import DEFAULT_BACKOFF, Backoff, JobDefinition
 from queue_engine.exceptions import Fatal, LeaseLost, PayloadError, Retry, Snooze
@@ -20,7 +20,8 @@ from queue_engine.worker.capture import CURRENT
 from queue_engine.worker.context import JobContext
 
 if TYPE_CHECKING:
-    from queue_engine.worker.runtime import Worker
+    from queue_engine.worker.flusher import Output
+    from queue_engine.worker.threads import HandlerThreads
 
 CancelReason = Literal["cancelled", "lease lost", "idle timeout", "shutdown"]
 OutcomeKind = Literal["succeeded", "retry", "failed", "snoozed", "released", "cancelled", "dropped"]
@@ -50,6 +51,23 @@ class IdleTimeout(Exception):
     """The handler neither heartbeated nor reported progress within its idle timeout."""
 
 
+class ClaimedJob(NamedTuple):
+    """A row of sql.CLAIM (and of sql.RECOVER_CLAIM): a job as its worker claims it."""
+
+    job_id: int
+    kind: str
+    queue: str
+    payload: Any
+    attempt: int
+    max_attempts: int
+    backoff: str | None  # JSON text
+    flow_id: int | None
+    node_key: str | None
+    meta: str | None  # JSON text
+    outputs: str | None  # JSON text of the parents' outputs (flow nodes)
+    lock_seconds: float  # the job's lease; the heartbeat beats well within it
+
+
 class Execution:
     __slots__ = (
         "_log_seq",
@@ -67,15 +85,17 @@ class Execution:
         "max_attempts",
         "meta",
         "node_key",
+        "output",
         "outputs",
         "payload",
         "queue",
         "task",
+        "threads",
         "token",
         "touched_at",
-        "worker",
+        "worker_id",
     )
-    # The claimed row's columns, unpacked in __init__.
+    # The claimed job's columns.
     job_id: int
     kind: str
     queue: str
@@ -88,23 +108,30 @@ class Execution:
     meta: str | None  # JSON text
     outputs: str | None  # JSON text
 
-    def __init__(self, worker: Worker, row: tuple[Any, ...], token: int) -> None:
+    def __init__(
+        self,
+        job: ClaimedJob,
+        token: int,
+        *,
+        worker_id: str,
+        output: Output,
+        threads: HandlerThreads,
+    ) -> None:
         # backoff and meta arrive as JSON text, parsed only when needed.
-        (
-            self.job_id,
-            self.kind,
-            self.queue,
-            self.payload,
-            self.attempt,
-            self.max_attempts,
-            self.backoff,
-            self.flow_id,
-            self.node_key,
-            self.meta,
-            self.outputs,
-            _lock,
-        ) = row
-        self.worker = worker
+        self.job_id = job.job_id
+        self.kind = job.kind
+        self.queue = job.queue
+        self.payload = job.payload
+        self.attempt = job.attempt
+        self.max_attempts = job.max_attempts
+        self.backoff = job.backoff
+        self.flow_id = job.flow_id
+        self.node_key = job.node_key
+        self.meta = job.meta
+        self.outputs = job.outputs
+        self.worker_id = worker_id
+        self.output = output
+        self.threads = threads
         self.token = token
         self.definition: JobDefinition | None = registry.get(self.kind)
         self.is_async = bool(self.definition and self.definition.is_async)
@@ -126,10 +153,10 @@ class Execution:
 
     def report_progress(self, fraction: float, message: str) -> None:
         self.touched_at = time.monotonic()
-        self.worker.progress[self.job_id] = (self.token, fraction, storable(str(message)[:500]))
+        self.output.progress[self.job_id] = (self.token, fraction, storable(str(message)[:500]))
 
     def write_log(self, stream: str, text: str, *, level: str = "") -> None:
-        self.worker.logs.append(
+        self.output.logs.append(
             (
                 self.job_id,
                 self.attempt,
@@ -188,7 +215,7 @@ class Execution:
                 result = await self._run_async(definition)
             else:
                 loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(self.worker.threads, self._run_sync, definition)
+                result = await loop.run_in_executor(self.threads.pool, self._run_sync, definition)
         except asyncio.CancelledError:
             if not self.cancelled.is_set():
                 raise  # the worker itself is stopping
@@ -228,7 +255,7 @@ class Execution:
     def _run_sync(self, definition: JobDefinition) -> Any:
         from django.db import close_old_connections
 
-        threads = self.worker.handler_threads
+        threads = self.threads.running
         threads.add(self)
         try:
             args, kwargs = self._arguments(definition)
@@ -241,7 +268,7 @@ class Execution:
         finally:
             threads.discard(self)
             if self.cancel_reason == "idle timeout":
-                self.worker.thread_returned(self)
+                self.threads.returned(self)
 
     def _arguments(self, definition: JobDefinition) -> tuple[list[Any], dict[str, Any]]:
         payload = self.payload if isinstance(self.payload, dict) else {}
@@ -273,7 +300,7 @@ class Execution:
             kwargs=kwargs,
             backend=self.meta_dict().get("django_task_backend", "default"),
             errors=[],
-            worker_ids=[self.worker.worker_id] * self.attempt,
+            worker_ids=[self.worker_id] * self.attempt,
         )
         return TaskContext(task_result=result)
 
@@ -323,7 +350,7 @@ class Execution:
             f"{type(exc).__module__}.{type(exc).__qualname__}",
             safe_str(exc)[:2000],
             "".join(traceback.format_exception(exc))[-20000:],
-            self.worker.worker_id,
+            self.worker_id,
         )
         if not retryable or self.attempt >= self.max_attempts:
             return Outcome("failed", self, error=error)

@@ -1,8 +1,9 @@
-"""Leader services: the schedule firer, the retention collector, the metrics rollup.
+"""Leader services, one file each: what exactly one process of the fleet runs at a time.
 
-Each is one async function of the leader's connection that does a bounded
-amount of work in short transactions and says whether more is waiting. The
-leader calls the throttled wrappers below on every tick.
+Each is an async function of the leader's connection that does a bounded amount of work
+in short transactions; `Every` runs one at most once per interval, and again at once
+while it says more work is waiting. `leader_services` is the list the leader runs, in
+order, on every tick.
 """
 
 from __future__ import annotations
@@ -12,37 +13,42 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Protocol
+from typing import Any
 
 import psycopg
 
+from queue_engine.worker.services.claim_log import prune_claim_log
+from queue_engine.worker.services.flow_countdown import finish_countdowns
+from queue_engine.worker.services.promoter import promote_due
+from queue_engine.worker.services.rescuer import rescue_expired
 from queue_engine.worker.services.retention import Swept, delete_expired
 from queue_engine.worker.services.rollup import roll_up
 from queue_engine.worker.services.scheduler import fire_due_schedules
+from queue_engine.worker.services.stale_workers import sweep_stale_workers
 
 log = logging.getLogger("queue_engine.worker")
 
-SCHEDULE_INTERVAL = 0.0  # every leader tick (half a second)
+# Seconds between two runs of a service; 0 runs it on every tick (PROMOTE_INTERVAL).
+PROMOTE_INTERVAL = 0.5  # the tick: scheduled jobs start at most about this late
+RESCUE_INTERVAL = 1.0
+SWEEP_INTERVAL = 30.0
+SCHEDULE_INTERVAL = 0.0
 ROLLUP_INTERVAL = 10.0
 RETENTION_INTERVAL = 60.0
 
-
-class Outcome(Protocol):
-    @property
-    def more(self) -> bool: ...
+type Service = Callable[[psycopg.AsyncConnection], Awaitable[Any]]
 
 
 class Every:
-    """Run a service at most once per interval, and again at once while work is waiting.
+    """Run a service at most once per interval, and again at once while work is waiting
+    (a service whose result has `more` set).
 
     Connection errors go up to the leader (which reconnects); any other error is
     logged and the service tries again after its interval, so that one broken
     service never stops the others.
     """
 
-    def __init__(
-        self, interval: float, service: Callable[[psycopg.AsyncConnection], Awaitable[Outcome]]
-    ) -> None:
+    def __init__(self, interval: float, service: Service) -> None:
         self.interval = interval
         self.service = service
         self.last = float("-inf")
@@ -54,7 +60,7 @@ class Every:
             return
         self.last = now
         try:
-            self.more = (await self.service(conn)).more
+            self.more = bool(getattr(await self.service(conn), "more", False))
         except (asyncio.CancelledError, psycopg.OperationalError, psycopg.InterfaceError):
             raise
         except Exception:
@@ -63,15 +69,24 @@ class Every:
             log.exception("leader service %s failed; retrying in %ss", name, self.interval)
 
 
-fire_schedules = Every(SCHEDULE_INTERVAL, fire_due_schedules)
-roll_up_metrics = Every(ROLLUP_INTERVAL, roll_up)
-collect_garbage = Every(RETENTION_INTERVAL, partial(delete_expired, swept=Swept()))
+def leader_services(*, max_rescues: int, flow_chunk: int) -> list[Every]:
+    """The leader's services, in the order each tick runs them."""
+    return [
+        Every(0.0, promote_due),
+        Every(RESCUE_INTERVAL, partial(rescue_expired, max_rescues=max_rescues)),
+        Every(RESCUE_INTERVAL, partial(finish_countdowns, chunk=flow_chunk)),
+        Every(SWEEP_INTERVAL, sweep_stale_workers),
+        Every(SWEEP_INTERVAL, prune_claim_log),
+        Every(SCHEDULE_INTERVAL, fire_due_schedules),
+        Every(ROLLUP_INTERVAL, roll_up),
+        Every(RETENTION_INTERVAL, partial(delete_expired, swept=Swept())),
+    ]
+
 
 __all__ = [
-    "collect_garbage",
+    "Every",
     "delete_expired",
     "fire_due_schedules",
-    "fire_schedules",
+    "leader_services",
     "roll_up",
-    "roll_up_metrics",
 ]

@@ -1,0 +1,476 @@
+"""The claim lanes: claim jobs, start them, and settle the finished ones, in one round
+trip per batch; and, at the shutdown timeout, give back what still runs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import psycopg
+
+from queue_engine import sql
+from queue_engine.worker.execution import ClaimedJob, Execution, Outcome
+from queue_engine.worker.flusher import Output
+from queue_engine.worker.options import WorkerOptions
+from queue_engine.worker.script import Prepared, Script
+from queue_engine.worker.settle import SettleBatch, refused, settle_one_by_one, why_refused
+from queue_engine.worker.shared import Shared
+from queue_engine.worker.store import Connection
+from queue_engine.worker.threads import HandlerThreads
+
+log = logging.getLogger("queue_engine.worker")
+
+LANES = 2
+# (a cap, a busy key's room, the rate limit: sql.CLAIM's `held`) is followed by another
+# this soon, not at the next poll; the wait doubles while such claims come back empty,
+# up to the poll interval.
+HELD_BACK_FIRST = 0.01
+# At the shutdown timeout, handlers are told to stop and get this long to heed it
+# (ctx.sleep() returns, async handlers are cancelled) before their jobs are given back.
+SHUTDOWN_GRACE = 0.5
+# A job given back while its plain function still runs is claimable again only this
+# much later: the process exits right after the release, and its threads with it.
+RELEASE_FENCE = 1.0
+# How long a stopping worker waits for Postgres to give jobs back, settle and say
+# goodbye; out of reach longer, it leaves that to the leases. And a backstop: a stop
+# that overruns the shutdown timeout by STOP_OVERDUE ends the process there.
+STOP_PATIENCE = 1.0
+STOP_OVERDUE = SHUTDOWN_GRACE + 3 * STOP_PATIENCE
+
+# The claim lanes' sessions. Their statements are prepared once per connection (see
+# worker/script.py) and each is planned once too, not for every call: under the default
+# plan_cache_mode Postgres plans a prepared statement anew whenever its generic plan
+# looks dearer than the custom ones, as REFRESH_FLOWS's always did (1.2 ms of planning
+# for 0.1 ms of work, twice in every settle of a flow node), and the claim's custom
+# plans cost more to make (about 1.4 ms for a small claim) than they save. All of them
+# look rows up by key, so no sequential scan where an index serves: a plan made while a
+# table was still empty would otherwise read the whole table for the life of the
+# connection (a claim planned before the first flow read every queue_engine_flowedge
+# row for every flow node it claimed). The claim adds sql.CLAIM_SETTINGS.
+LANE_SETTINGS = (
+    "SET plan_cache_mode = force_generic_plan",
+    "SET enable_seqscan = off",
+)
+
+
+CLAIM = Prepared("qe_claim", sql.CLAIM)
+WAKE_LEFT = Prepared("qe_wake_left", sql.WAKE_LEFT)
+
+
+class Lanes:
+    """Two lanes on two connections let one lane's round trip to Postgres overlap the
+    other lane's Python work; they share the slots and the finished jobs."""
+
+    def __init__(
+        self,
+        options: WorkerOptions,
+        worker_id: str,
+        shared: Shared,
+        output: Output,
+        threads: HandlerThreads,
+        *,
+        promote: Callable[[], Awaitable[int]],
+    ) -> None:
+        self.options = options
+        self.worker_id = worker_id
+        self.concurrency = max(1, options.concurrency)
+        self.shared = shared
+        self.output = output
+        self.threads = threads
+        self.promote = promote  # burst mode: promote due jobs before running dry
+        self.flow_chunk = max(1, options.flow_release_chunk)
+        self.claimer = Connection(options.conninfo, "claimer", LANE_SETTINGS)
+        self.extra_lanes: list[Connection] = []
+        self.lane_share = self.concurrency
+        self.stopping = False
+        self.finished = False
+        self.deadline: float | None = None
+        self.reserved = 0  # slots promised to claims in flight
+        self.held_back_delay: float | None = None
+        self._held_back_timer: asyncio.TimerHandle | None = None
+        # While its claims meet queues with limits (sql.CLAIM's `limited` markers), a
+        # worker sends one claim at a time: its lanes would only wait for each other at
+        # the queue's lock, each with a smaller share of the room, and the lane that
+        # lost the race could leave the job at the head of the queue to wait behind the
+        # next one. The other lane settles meanwhile. Until the first claim says
+        # otherwise, claims take turns.
+        self.serial_claims = True
+        # Quarantine of suspects, jobs rescued at least twice (sql.CLAIM): a suspect may
+        # be what killed its workers, and any job claimed beside it shares its fate.
+        # When a claim reports one due (`suspects`), the worker claims nothing more
+        # until its jobs have ended, then claims one suspect alone, and nothing else
+        # until it has ended (_quarantine).
+        self.suspects_waiting = False
+        self.quarantined = False
+        self.claiming = 0  # claims on their way
+        self.freed_meanwhile = 0  # settles sent while a claim was on its way
+        self.claimed_total = 0
+
+    def stop(self) -> None:
+        """No more claims: the lanes settle what runs, up to the shutdown timeout."""
+        self.stopping = True
+        self.shared.wakeup.set()
+
+    def connections(self) -> list[Connection]:
+        return [self.claimer, *self.extra_lanes]
+
+    async def run(self) -> None:
+        """Run the claim lanes until the worker stops (or, in burst mode, runs dry).
+
+        Two lanes on two connections let one lane's round trip to Postgres overlap
+        the other lane's Python work; they share the slots and the finished jobs.
+        """
+        lanes = [self.claimer] + [
+            Connection(self.options.conninfo, f"claimer-{i}", LANE_SETTINGS)
+            for i in range(1, min(LANES, self.concurrency))
+        ]
+        self.extra_lanes = lanes[1:]
+        self.lane_share = -(-self.concurrency // len(lanes))
+        await asyncio.gather(*(self._lane(conn) for conn in lanes))
+
+    async def _lane(self, conn: Connection) -> None:
+        while not self.finished:
+            if self.stopping:
+                if self.deadline is None:
+                    self.deadline = time.monotonic() + self.options.shutdown_timeout
+                if not self.shared.inflight and not self.shared.outcomes and not self.reserved:
+                    self._finish()
+                    return
+                if time.monotonic() >= self.deadline and not self.reserved:
+                    await self._give_back(conn)
+                    self._finish()
+                    return
+            free = min(
+                self.concurrency - len(self.shared.inflight) - self.reserved, self.lane_share
+            )
+            # A settle claims too, in the same round trip, even after a claim came up
+            # short: the jobs it ends free room under their queue's cap and group caps,
+            # so the jobs a cap held back start now rather than at the next poll.
+            want = (
+                free
+                if (
+                    free > 0
+                    and not self.stopping
+                    and (self.shared.maybe_more or self.shared.outcomes)
+                )
+                else 0
+            )
+            want, alone = self._quarantine(want)
+            if not self.shared.outcomes and want == 0:
+                if (
+                    self.options.burst
+                    and not self.shared.inflight
+                    and not self.shared.maybe_more
+                    and not self.reserved
+                ):
+                    promoted = await self.promote()
+                    if not promoted and not (
+                        self.shared.inflight
+                        or self.reserved
+                        or self.shared.outcomes
+                        or self.shared.counting
+                    ):
+                        self._finish()  # re-checked: the other lane may have claimed meanwhile
+                        return
+                    self.shared.maybe_more = True
+                    continue
+                # One lane polls; the others wake on a hint, a finished job, or rarely.
+                poll = self.options.poll_interval * (1 if conn is self.claimer else 5)
+                await self._wait(self.deadline, poll)
+                continue
+            settle_only = bool(want and self.claiming and self.serial_claims)
+            if settle_only:
+                want = 0  # the other lane's claim is on its way: this one only settles
+                if not self.shared.outcomes:
+                    await self._wait(self.deadline, self.options.poll_interval)
+                    continue
+            outcomes, self.shared.outcomes = self.shared.outcomes, []
+            freed = self.freed_meanwhile
+            if want:
+                self.claiming += 1
+            self.reserved += want
+            try:
+                rows, token = await self._settle_and_claim(conn, outcomes, want, alone)
+            finally:
+                self.reserved -= want
+                if want:
+                    self.claiming -= 1
+                    if self.serial_claims:
+                        self.shared.wakeup.set()  # the other lane may claim now
+            markers = {row[1] for row in rows if row[0] is None}  # sql.CLAIM's markers
+            if markers:
+                rows = [row for row in rows if row[0] is not None]
+            if settle_only:
+                # The room this settle freed may have come too late for the claim on its
+                # way: the next claim looks again at once.
+                self.freed_meanwhile += 1
+                self.shared.maybe_more = True
+            if want:
+                self.shared.maybe_more = len(rows) >= want or self.freed_meanwhile != freed
+                self.serial_claims = "limited" in markers
+                self._held_back("held" in markers, bool(rows))
+                if alone:
+                    self.suspects_waiting = False
+                    self.quarantined = bool(rows)
+                elif "suspects" in markers:
+                    self.suspects_waiting = True
+            if any(
+                o.execution.flow_id is not None
+                or (o.kind in ("retry", "snoozed", "released") and o.delay <= 0)
+                for o in outcomes
+            ):
+                self.shared.maybe_more = True  # this settle may have made jobs runnable
+            for row in rows:
+                self._start(row, token)
+            if rows:
+                await asyncio.sleep(0)  # let quick handlers finish: their settle joins this batch
+
+    def _quarantine(self, want: int) -> tuple[int, bool]:
+        """How many jobs to claim, and whether alone: see `suspects_waiting`."""
+        busy = bool(self.shared.inflight or self.reserved or self.claiming)
+        if self.quarantined:
+            if busy:
+                return 0, False
+            self.quarantined = False
+        elif self.suspects_waiting:
+            if busy:
+                return 0, False  # the worker empties first
+            if not self.stopping:
+                return 1, True
+        return want, False
+
+    def _held_back(self, held: bool, claimed: bool) -> None:
+        """After a claim: if it left work it could not take, claim again soon."""
+        if self._held_back_timer is not None:
+            self._held_back_timer.cancel()
+            self._held_back_timer = None
+        if not held:
+            self.held_back_delay = None
+            return
+        if claimed or self.held_back_delay is None:
+            self.held_back_delay = HELD_BACK_FIRST
+        else:
+            self.held_back_delay = min(self.held_back_delay * 2, self.options.poll_interval)
+        self._held_back_timer = asyncio.get_running_loop().call_later(
+            self.held_back_delay, self._claim_again
+        )
+
+    def _claim_again(self) -> None:
+        self._held_back_timer = None
+        self.shared.maybe_more = True
+        self.shared.wakeup.set()
+
+    def _finish(self) -> None:
+        self.finished = True
+        self.shared.wakeup.set()
+
+    async def _wait(self, deadline: float | None, poll: float) -> None:
+        timeout = poll
+        if deadline is not None:
+            timeout = max(0.0, min(timeout, deadline - time.monotonic()))
+        try:
+            await asyncio.wait_for(self.shared.wakeup.wait(), timeout=timeout)
+        except TimeoutError:
+            self.shared.maybe_more = True  # poll: notifications may have been lost
+        self.shared.wakeup.clear()
+
+    def _start(self, row: tuple[Any, ...], token: int) -> None:
+        job = ClaimedJob._make(row)
+        execution = Execution(
+            job, token, worker_id=self.worker_id, output=self.output, threads=self.threads
+        )
+        self.shared.min_lock = min(self.shared.min_lock, float(job.lock_seconds))
+        self.shared.inflight[execution.job_id] = execution
+        self.shared.busy.set()
+        self.claimed_total += 1
+        # Started eagerly: the task runs at once, up to its first real suspension, instead
+        # of a loop turn later. A handler that never waits (a quick async def) finishes
+        # here, and its task is never scheduled at all.
+        execution.task = asyncio.eager_task_factory(
+            asyncio.get_running_loop(), self._execute(execution)
+        )
+
+    async def _execute(self, execution: Execution) -> None:
+        try:
+            outcome = await execution.run()
+        except asyncio.CancelledError:
+            outcome = Outcome("released", execution)
+        except Exception as exc:  # a bug of ours: never lose the job
+            log.exception("job %s: internal error", execution.job_id)
+            outcome = execution._failure(exc, retryable=True)
+        self.shared.inflight.pop(execution.job_id, None)
+        self.shared.outcomes.append(outcome)
+        self.shared.wakeup.set()
+
+    async def _settle_and_claim(
+        self, lane: Connection, outcomes: list[Outcome], want: int, alone: bool = False
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        """Settle finished jobs and claim the next batch in one transaction, one round trip."""
+        token = random.getrandbits(62)
+        batch = SettleBatch.of(outcomes)
+        batch.chunk = self.flow_chunk
+        # Progress not flushed yet goes in with the settle, before the row moves:
+        # a job's last report must not be lost to the race with its completion.
+        for outcome in outcomes:
+            job_id = outcome.execution.job_id
+            pending = self.output.progress.pop(job_id, None) or self.output.flushing.get(job_id)
+            if pending is not None:
+                batch.progress[job_id] = pending
+        claim = {
+            "all_queues": not self.options.queues,
+            "queues": self.options.queues,
+            "labels": self.options.labels,
+            "limit": want,
+            "alone": alone,
+            "worker": self.worker_id,
+            "token": token,
+        }
+
+        tries = 0
+        wake_queues, wake_released = batch.runnable_now()
+        sent: list[Script] = []  # the message that went through (the last try's)
+
+        async def action(conn: psycopg.AsyncConnection) -> list[tuple[Any, ...]]:
+            nonlocal tries
+            tries += 1
+            if tries > 1 and want:
+                # The last try may have committed before its connection broke.
+                cur = await conn.execute(sql.RECOVER_CLAIM, claim)
+                recovered = await cur.fetchall()
+                if recovered:
+                    return recovered
+            script = Script()
+            # The settle commits first, the claim after it in a transaction of its own:
+            # both in one message, so one round trip still. A settle frees room under
+            # its queue's cap and its jobs' group caps, and counts down the children of
+            # flow nodes (a fan-in's join: one row every settling lane needs). Committed
+            # before the claim, it frees that room and that row for every claimer now,
+            # not after this claim has waited its turn for the queue's lock.
+            batch.settle_in(script)
+            place = None
+            if want or wake_queues or wake_released:
+                script.raw("BEGIN")
+                if want:
+                    for setting in sql.CLAIM_SETTINGS:
+                        script.raw(setting)
+                    place = script.add(CLAIM, claim, rows=True)
+                if wake_queues or wake_released:
+                    # After the claim: the others are woken only for what it left.
+                    script.add(WAKE_LEFT, {"queues": wake_queues})
+                    if wake_released:
+                        script.raw(sql.CLEAR_RELEASED)
+                script.raw("COMMIT")
+            await script.run(conn)
+            sent.append(script)
+            return script.rows(place) if place is not None else []
+
+        try:
+            rows = await lane.run(action, what="settle and claim")
+        except (psycopg.Error, UnicodeError) as exc:
+            if not (batch and refused(exc)):
+                log.exception("settle and claim failed; the jobs will be rescued after their lease")
+                return [], token
+            log.warning(
+                "Postgres refused a settle of %d job(s) (%s); settling them one by one",
+                len(outcomes),
+                why_refused(exc),
+            )
+            await settle_one_by_one(
+                lane,
+                outcomes,
+                batch.progress,
+                chunk=self.flow_chunk,
+                worker_id=self.worker_id,
+                settled=self._settled,
+            )
+            self.shared.maybe_more = True  # the claim did not run
+            return [], token
+        if sent:
+            batch.report(log, sent[-1])
+            if batch.left_children(sent[-1]):
+                self.shared.counting_down.set()  # the rest of a big fan-out: _count_down_loop
+        hints = batch.hints()
+        if hints:
+            self.output.hints.extend(hints)
+            self.shared.busy.set()  # the flusher sends them
+        return rows, token
+
+    def _settled(self, hints: list[str], left_children: bool) -> None:
+        """After a settle apart from a claim: what it leaves the count-down and the flusher."""
+        if left_children:
+            self.shared.counting_down.set()
+        self.output.hints.extend(hints)
+        self.shared.busy.set()
+
+    async def _give_back(self, lane: Connection) -> None:
+        """At the shutdown timeout: tell the running handlers to stop, settle what ends
+        within SHUTDOWN_GRACE, and give the rest back to their queues."""
+        self.finished = True  # the other lane must not give back too
+        for execution in list(self.shared.inflight.values()):
+            execution.cancel("shutdown")
+        grace = time.monotonic() + SHUTDOWN_GRACE
+        while self.shared.inflight and time.monotonic() < grace:
+            await self._wait(grace, SHUTDOWN_GRACE)
+        outcomes, self.shared.outcomes = self.shared.outcomes, []
+        running = list(self.shared.inflight.values())
+        self.shared.inflight.clear()
+        try:
+            await asyncio.wait_for(self._hand_over(lane, outcomes, running), STOP_PATIENCE)
+        except TimeoutError:
+            log.warning(
+                "Postgres did not answer while giving jobs back: %d job(s) come back after "
+                "their lease",
+                len(outcomes) + len(running),
+            )
+        for execution in running:
+            if execution.task is not None:
+                execution.task.cancel()
+
+    async def _hand_over(
+        self, lane: Connection, outcomes: list[Outcome], running: list[Execution]
+    ) -> None:
+        if outcomes:
+            await self._settle_and_claim(lane, outcomes, 0)
+        if not running:
+            return
+        threads = [e for e in running if e in self.threads.running]
+        log.warning(
+            "shutdown timeout: giving back %d running job(s)%s",
+            len(running),
+            f"; {len(threads)} plain function(s) still run and end with this process"
+            if threads
+            else "",
+        )
+        for statement, items, extra in (
+            (sql.RELEASE, [e for e in running if e not in threads], {}),
+            (sql.RELEASE_RUNNING, threads, {"after": RELEASE_FENCE}),
+        ):
+            if items:
+                await self._release(lane, statement, items, extra)
+
+    async def _release(
+        self,
+        lane: Connection,
+        statement: str,
+        executions: list[Execution],
+        extra: dict[str, Any],
+    ) -> None:
+        params = {
+            "ids": [e.job_id for e in executions],
+            "tokens": [e.token for e in executions],
+            **extra,
+        }
+
+        async def action(conn: psycopg.AsyncConnection) -> None:
+            async with conn.transaction():
+                cur = await conn.execute(statement, params)
+                queues = sorted({q for _, q in await cur.fetchall()})
+                await conn.execute(sql.NOTIFY_QUEUES, [queues])
+
+        with contextlib.suppress(psycopg.Error):  # logged by run(); the leases bring them back
+            await lane.run(action, what="release", attempts=5)

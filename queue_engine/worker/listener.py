@@ -1,0 +1,60 @@
+"""The listener: LISTENs for wake-ups (new work in a queue) and control messages (an
+operator's cancel, a resumed queue), and keeps listening across connection losses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import psycopg
+
+from queue_engine.worker.outage import retry_waits
+from queue_engine.worker.shared import Shared
+from queue_engine.worker.store import Connection
+
+log = logging.getLogger("queue_engine.worker")
+
+CHANNELS = ("qe_wake", "qe_control")
+
+
+class Listener:
+    def __init__(self, connection: Connection, queues: list[str], shared: Shared) -> None:
+        self.connection = connection
+        self.wanted = set(queues)  # empty: every queue
+        self.shared = shared
+
+    async def loop(self) -> None:
+        waits = retry_waits()
+        while True:
+            try:
+                conn = await self.connection.get()
+                for channel in CHANNELS:
+                    await conn.execute(f"LISTEN {channel}")
+                waits = retry_waits()  # listening: the next loss is retried at once
+                self.shared.wake()  # catch up on what was missed while not listening
+                async for note in conn.notifies():
+                    if note.channel == "qe_wake":
+                        if not self.wanted or note.payload in self.wanted:
+                            self.shared.wake()
+                    else:
+                        self.on_control(note.payload)
+            except asyncio.CancelledError:
+                raise
+            except psycopg.Error as exc:
+                await self.connection.lost(exc)  # the lanes poll meanwhile
+                await asyncio.sleep(next(waits))
+
+    def on_control(self, payload: str) -> None:
+        try:
+            message = json.loads(payload)
+        except ValueError:
+            return
+        if message.get("action") == "cancel":
+            for job_id in message.get("ids", []):
+                execution = self.shared.inflight.get(job_id)
+                if execution is not None:
+                    log.info("job %s: cancelled by %s", job_id, message.get("by", "an operator"))
+                    execution.cancel("cancelled")
+        elif message.get("action") in ("resume", "wake"):
+            self.shared.wake()

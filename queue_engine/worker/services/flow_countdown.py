@@ -1,0 +1,74 @@
+"""Counts down the children of big fan-outs that settles left to count in chunks
+(FlowRelease rows), and releases fan-in children whose parents have all succeeded.
+
+A worker counts down what its own settles left (worker/lifecycle.py); the leader's pass
+repairs what a crashed worker left, a few chunks a tick so that a huge fan-out does not
+hold up the other services.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import psycopg
+
+from queue_engine import sql_flows
+
+log = logging.getLogger("queue_engine.worker")
+
+LEADER_CHUNKS = 10  # FlowRelease chunks the leader counts down per pass
+
+
+async def count_down_more(
+    conn: psycopg.AsyncConnection,
+    chunk: int,
+    on_chunk: Callable[[int], None] | None = None,
+    most: int | None = None,
+) -> int:
+    """Count down the children settles left to count in chunks (FlowRelease rows, see
+    sql_flows.COUNT_DOWN_MORE), a chunk per transaction, until no row is left that
+    another connection is not counting already (or after `most` chunks). Returns the
+    children released."""
+    released = 0
+    chunks = 0
+    while most is None or chunks < most:
+        chunks += 1
+        async with conn.transaction():
+            cur = await conn.execute(sql_flows.COUNT_DOWN_MORE, {"chunk": chunk})
+            row = await cur.fetchone()
+        assert row is not None
+        found, count, _, flows = row
+        if not found:
+            return released
+        released += count
+        if flows:  # after the commit, as after a settle
+            await conn.execute(sql_flows.RELEASE_COUNTED, [flows])
+        if on_chunk is not None:
+            on_chunk(count)
+    return released
+
+
+async def finish_countdowns(conn: psycopg.AsyncConnection, *, chunk: int) -> None:
+    """The leader's pass: what a crashed worker's settles left to count, then what it
+    counted but did not release."""
+    released = await count_down_more(conn, chunk, most=LEADER_CHUNKS)
+    if released:  # often only ahead of the worker doing it: no news for the log
+        log.debug("released %d flow node(s) a settle had left to count", released)
+    await release_counted(conn)
+
+
+async def release_counted(conn: psycopg.AsyncConnection) -> None:
+    """Release fan-in children a worker counted down but died before releasing
+    (see sql_flows.RELEASE_COUNTED), and drop countdown rows nobody needs."""
+    cur = await conn.execute(sql_flows.COUNTDOWN_FLOWS)
+    flows = [row[0] for row in await cur.fetchall()]
+    if flows:
+        cur = await conn.execute(sql_flows.RELEASE_COUNTED, [flows])
+        row = await cur.fetchone()
+        if row and row[0]:
+            # Mostly a race with the worker whose settle counted them (it releases
+            # them in the same round trip); after a worker died, a repair.
+            log.debug("released %d flow node(s) whose parents had all succeeded", row[0])
+            await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
+        await conn.execute(sql_flows.PRUNE_COUNTDOWNS)

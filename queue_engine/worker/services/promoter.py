@@ -1,0 +1,22 @@
+"""Promotes scheduled jobs whose time has come: they become available to claim."""
+
+from __future__ import annotations
+
+import psycopg
+
+from queue_engine import sql
+
+BATCH = 1000
+
+
+async def promote_due(conn: psycopg.AsyncConnection) -> int:
+    """Promote every due scheduled job, a batch per statement; returns how many.
+
+    The leader runs it every tick; a worker in burst mode runs it too before it stops,
+    so a job that fell due meanwhile is not left behind."""
+    total = 0
+    while True:
+        cur = await conn.execute(sql.PROMOTE_SCHEDULED, {"limit": BATCH})
+        total += cur.rowcount
+        if cur.rowcount < BATCH:
+            return total
