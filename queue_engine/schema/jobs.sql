@@ -1,16 +1,13 @@
-import importlib
-
-from django.db import migrations
-
-BEFORE = importlib.import_module("queue_engine.migrations.0009_queue_defaults")
-
-# As 0009, in one query for the usual case. 0009 ran three statements on every insert:
-# read the defaults, insert-or-nothing the queue's configuration, then list the queues
-# to wake. Now one query lists each queue of the statement's rows with whether it has
-# a configuration yet and whether a row is runnable now; the defaults are read and the
-# configuration written only for a queue seen for the first time. On one job per
-# statement this was most of the gap to a bare INSERT with a NOTIFY trigger.
-JOB_INSERTED = """
+-- After each INSERT statement on the live table: give every queue seen for the first
+-- time its configuration row (from the defaults the last worker start or migrate wrote
+-- from QUEUE_ENGINE, or the model's defaults when there are none, e.g. right after a
+-- flush), and wake workers with one NOTIFY per queue that got runnable jobs.
+-- The NOTIFY payload is the queue name only, never a row.
+--
+-- One query lists each queue of the statement's rows with whether it has a
+-- configuration yet and whether a row is runnable now; the defaults are read and the
+-- configuration written only for a queue seen for the first time, so the usual insert
+-- costs one query beside the INSERT itself.
 CREATE OR REPLACE FUNCTION queue_engine_job_inserted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -46,12 +43,8 @@ BEGIN
     RETURN NULL;
 END
 $$;
-"""
 
-
-class Migration(migrations.Migration):
-    dependencies = [("queue_engine", "0012_group_rooms_one_count")]
-
-    operations = [
-        migrations.RunSQL(JOB_INSERTED, BEFORE.JOB_INSERTED),
-    ]
+CREATE TRIGGER queue_engine_job_inserted
+AFTER INSERT ON queue_engine_job
+REFERENCING NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION queue_engine_job_inserted();

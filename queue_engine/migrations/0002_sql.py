@@ -1,0 +1,22 @@
+"""Every SQL function and trigger of the engine, in its final form, from queue_engine/schema/."""
+
+from django.db import migrations
+
+from queue_engine.schema import load_sql
+
+
+class Migration(migrations.Migration):
+    dependencies = [("queue_engine", "0001_initial")]
+
+    operations = [
+        migrations.RunSQL(
+            load_sql("jobs.sql"),
+            "DROP TRIGGER IF EXISTS queue_engine_job_inserted ON queue_engine_job;"
+            "DROP FUNCTION IF EXISTS queue_engine_job_inserted();",
+        ),
+        migrations.RunSQL(
+            load_sql("claim.sql"),
+            "DROP FUNCTION IF EXISTS "
+            "queue_engine_limited_rooms(text[], int, text[], text[], int[]);",
+        ),
+    ]
