@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import psycopg
 from django.db import OperationalError, connection, transaction
 
-from queue_engine import sql_tracking as q
+from queue_engine import sql
 from queue_engine.conf import option
 
 
@@ -55,7 +55,7 @@ def time_limited() -> Iterator[None]:
     """Run the block's queries in one transaction under the timeout; past it, NarrowFilter."""
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(q.STATEMENT_TIMEOUT, [milliseconds()])
+            cursor.execute(sql.STATEMENT_TIMEOUT, [milliseconds()])
             yield
     except OperationalError as exc:
         if timed_out(exc):
@@ -66,11 +66,11 @@ def time_limited() -> Iterator[None]:
 def limit_session() -> None:
     """The timeout (and no JIT) for the rest of this connection's session: a console request."""
     with connection.cursor() as cursor:
-        cursor.execute(q.CONSOLE_SESSION, [milliseconds()])
+        cursor.execute(sql.CONSOLE_SESSION, [milliseconds()])
 
 
 def reset_session() -> None:
     """The connection's own defaults back (it may go back to a pool)."""
     with connection.cursor() as cursor:
-        for statement in q.CONSOLE_SESSION_RESET:
+        for statement in sql.CONSOLE_SESSION_RESET:
             cursor.execute(statement)

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from django.db import connection
 from django.utils import timezone
 
-from queue_engine import sql_tracking as q
+from queue_engine import sql
 from queue_engine.exceptions import PayloadError
 from queue_engine.payloads import dump_json, text_problem
 from queue_engine.statement_timeout import time_limited
@@ -90,17 +90,17 @@ def queue_counts(
         raise TrackingError(f"queue must be a queue name, not {queue!r}.")
     params = {"queue": queue, "cap": cap, "scan": scan, "sample": SAMPLE_PER_SCAN * scan}
     with connection.cursor() as cursor:
-        cursor.execute(q.QUEUES, params)
+        cursor.execute(sql.QUEUES, params)
         queues = cursor.fetchall()
         counts = _live_counts(cursor, [name for name, _ in queues], params)
-        cursor.execute(q.CAPPED_HISTORY_COUNTS, params)
+        cursor.execute(sql.CAPPED_HISTORY_COUNTS, params)
         capped: list[str] = []
         for name, state, n in cursor.fetchall():
             counts[(name, state)] = StateCount(n, n <= cap)
             if n > cap:
                 capped.append(name)
         if capped:
-            cursor.execute(q.ESTIMATED_HISTORY_COUNTS, {"queues": sorted(set(capped))})
+            cursor.execute(sql.ESTIMATED_HISTORY_COUNTS, {"queues": sorted(set(capped))})
             for name, *estimates in cursor.fetchall():
                 for state, estimate in zip(ENDED_STATES, estimates, strict=True):
                     if not counts[(name, state)].exact:
@@ -119,18 +119,18 @@ def _live_counts(
     cursor: Any, names: list[str], params: dict[str, Any]
 ) -> dict[tuple[str, str], StateCount]:
     cap, scan = params["cap"], params["scan"]
-    cursor.execute(q.LIVE_COUNTS, params)
+    cursor.execute(sql.LIVE_COUNTS, params)
     seen: dict[tuple[str, str], int] = {(n, s): c for n, s, c in cursor.fetchall()}
     if sum(seen.values()) <= scan:  # the whole live table was read
         return {key: StateCount(n, True) for key, n in seen.items()}
-    cursor.execute(q.LIVE_ESTIMATES, params)
+    cursor.execute(sql.LIVE_ESTIMATES, params)
     sampled = {(n, s): int(c) for n, s, c in cursor.fetchall()}
 
     def estimate(key: tuple[str, str], counted: int) -> StateCount:
         return StateCount(max(sampled.get(key, 0), counted, seen.get(key, 0)), False)
 
     counts: dict[tuple[str, str], StateCount] = {}
-    cursor.execute(q.CAPPED_LIVE_COUNTS, params)
+    cursor.execute(sql.CAPPED_LIVE_COUNTS, params)
     for name, available, running, blocked in cursor.fetchall():
         for state, n in (("available", available), ("running", running), ("blocked", blocked)):
             counts[(name, state)] = StateCount(n, True) if n <= cap else estimate((name, state), n)
@@ -139,7 +139,7 @@ def _live_counts(
     few = sum(n for (_, state), n in sampled.items() if state == "scheduled") <= 2 * scan
     scheduled: dict[str, int] = {}
     if few:
-        cursor.execute(q.CAPPED_SCHEDULED_COUNTS, params)
+        cursor.execute(sql.CAPPED_SCHEDULED_COUNTS, params)
         scheduled = dict(cursor.fetchall())
     all_scheduled = few and sum(scheduled.values()) <= scan
     for name in names:
@@ -235,10 +235,10 @@ def _series(
         raise TrackingError(f"A series kind is a job kind name or None, not {kind!r}.")
     seconds = int(step.total_seconds())
     with connection.cursor() as cursor:
-        cursor.execute(q.ROLLED_UP_TO)
+        cursor.execute(sql.ROLLED_UP_TO)
         row = cursor.fetchone()
         if row is None:
-            cursor.execute(q.DATABASE_NOW)
+            cursor.execute(sql.DATABASE_NOW)
             row = (None, cursor.fetchone()[0])
         watermark, now = row
         end = _floor(now, seconds) + step
@@ -249,7 +249,7 @@ def _series(
         minutes_from = hours_until
         minutes_until = min(max(final, minutes_from), end)
         cursor.execute(
-            q.SERIES,
+            sql.SERIES,
             {
                 "start": start,
                 "end": end,
@@ -393,18 +393,18 @@ def list_jobs(
         if text is not None and (not isinstance(text, str) or text_problem(text) is not None):
             raise TrackingError(f"The {name} filter must be text Postgres can store, not {text!r}.")
     with time_limited(), connection.cursor() as cursor:
-        history = (q.HISTORY_OLDER, q.HISTORY_NEWER)
+        history = (sql.HISTORY_OLDER, sql.HISTORY_NEWER)
         if where.since is not None and where.until is not None:
-            cursor.execute(q.DATABASE_NOW)
+            cursor.execute(sql.DATABASE_NOW)
             now = cursor.fetchone()[0]
             # Walking ids from the newest costs the rows ended after the range; reading
             # the range first costs the rows in it: take the smaller (at a steady rate).
             if where.until - where.since < now - where.until:
-                history = (q.HISTORY_OLDER_IN_TIME_RANGE, q.HISTORY_NEWER_IN_TIME_RANGE)
-        tables = [(q.LIVE_OLDER, q.LIVE_NEWER, LIVE_STATES), (*history, ENDED_STATES)]
+                history = (sql.HISTORY_OLDER_IN_TIME_RANGE, sql.HISTORY_NEWER_IN_TIME_RANGE)
+        tables = [(sql.LIVE_OLDER, sql.LIVE_NEWER, LIVE_STATES), (*history, ENDED_STATES)]
         floor = ceiling = newest = None
         if where.text or where.payload or where.meta:
-            cursor.execute(q.MAX_JOB_ID)
+            cursor.execute(sql.MAX_JOB_ID)
             newest = int(cursor.fetchone()[0])
             if after is None:
                 floor = max((before if before is not None else newest + 1) - SCAN_IDS, 1)
@@ -534,7 +534,7 @@ class FlowNode:
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> FlowNode:
-        """From a row of sql_tracking.FLOW_NODES."""
+        """From a row of sql.FLOW_NODES."""
         (
             id,
             key,
@@ -619,7 +619,7 @@ def list_flows(
         "limit": limit + 1,
     }
     with time_limited(), connection.cursor() as cursor:
-        cursor.execute(q.FLOWS_NEWER if after is not None else q.FLOWS_OLDER, params)
+        cursor.execute(sql.FLOWS_NEWER if after is not None else sql.FLOWS_OLDER, params)
         rows = cursor.fetchall()
         more = len(rows) > limit
         rows = rows[:limit]
@@ -652,12 +652,12 @@ def flow_graph(flow_id: int, *, max_nodes: int = MAX_FLOW_NODES) -> FlowGraph | 
         if row is None:
             return None
         counts = _flow_counts(cursor, [flow_id])
-        cursor.execute(q.FLOW_NODES, {"flow": flow_id, "limit": max_nodes})
+        cursor.execute(sql.FLOW_NODES, {"flow": flow_id, "limit": max_nodes})
         nodes = [FlowNode.from_row(r) for r in cursor.fetchall()]
         ids = {node.id for node in nodes}
         edges: list[tuple[int, int, bool]] = []
         if nodes:
-            cursor.execute(q.FLOW_EDGES, {"flow": flow_id, "upto": max(ids)})
+            cursor.execute(sql.FLOW_GRAPH_EDGES, {"flow": flow_id, "upto": max(ids)})
             edges = [(p, c, d) for p, c, d in cursor.fetchall() if p in ids and c in ids]
     return FlowGraph(
         FlowRow.from_row(row, counts.get(flow_id, {})), _topological(nodes, edges), edges
@@ -695,7 +695,7 @@ def _json_value(value: Any) -> Any:
 def _flow_counts(cursor: Any, flow_ids: list[int]) -> dict[int, dict[str, int]]:
     counts: dict[int, dict[str, int]] = {flow_id: {} for flow_id in flow_ids}
     if flow_ids:
-        cursor.execute(q.FLOW_STATE_COUNTS, {"flows": flow_ids})
+        cursor.execute(sql.FLOW_STATE_COUNTS, {"flows": flow_ids})
         for flow_id, state, n in cursor.fetchall():
             counts[flow_id][state] = n
     return counts
@@ -729,7 +729,7 @@ def flow_links(job_id: int, *, limit: int = 100) -> FlowLinks:
     parents: list[FlowLink] = []
     children: list[FlowLink] = []
     with connection.cursor() as cursor:
-        cursor.execute(q.FLOW_LINKS, {"job": job_id, "limit": limit})
+        cursor.execute(sql.FLOW_LINKS, {"job": job_id, "limit": limit})
         for rel, *fields in cursor.fetchall():
             (parents if rel == "parent" else children).append(FlowLink(*fields))
     return FlowLinks(parents, children, limit)

@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from queue_engine import sql, sql_flows
+from queue_engine import sql
 from queue_engine.worker.lanes import LANE_SETTINGS
 from queue_engine.worker.script import Prepared, Script, literal
 
@@ -220,7 +220,7 @@ def test_the_claim_reads_flow_edges_by_index_when_planned_on_an_empty_edge_table
 BATCH = list(range(1, 101))
 SETTLES: dict[str, tuple[str, dict[str, Any]]] = {
     "succeeded": (sql.SETTLE_SUCCEEDED, {"results": ["{}"] * 100}),
-    "succeeded_flow": (sql_flows.SETTLE_SUCCEEDED_FLOW, {"results": ["{}"] * 100, "chunk": 1000}),
+    "succeeded_flow": (sql.SETTLE_SUCCEEDED_FLOW, {"results": ["{}"] * 100, "chunk": 1000}),
     "failed": (sql.SETTLE_FAILED, {"errors": ["{}"] * 100}),
     "retry": (sql.SETTLE_RETRY, {"delays": [0.0] * 100, "errors": ["{}"] * 100}),
     "snoozed": (sql.SETTLE_SNOOZED, {"delays": [0.0] * 100, "payloads": [None] * 100}),

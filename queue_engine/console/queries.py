@@ -19,7 +19,7 @@ from django.db.models import DateTimeField, F, QuerySet, Value
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from queue_engine import sql_tracking, tracking
+from queue_engine import sql, tracking
 from queue_engine.console import masking
 from queue_engine.exceptions import PayloadError
 from queue_engine.models import AuditEvent, Job, JobLog, JobRecord, QueueConfig, WorkerProcess
@@ -108,7 +108,7 @@ def queue_stats(name: str | None = None) -> list[QueueStats]:
     stats = []
     limits = dict(QueueConfig.objects.values_list("name", "max_concurrency"))
     with connection.cursor() as cursor:
-        cursor.execute(sql_tracking.OLDEST_AVAILABLE, {"queue": name})
+        cursor.execute(sql.OLDEST_AVAILABLE, {"queue": name})
         waiting = dict(cursor.fetchall())
     for queue in tracking.queue_counts(name):
         stats.append(

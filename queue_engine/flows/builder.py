@@ -19,7 +19,7 @@ from typing import Any
 import psycopg.errors
 from django.db import IntegrityError, connection, transaction
 
-from queue_engine import sql, sql_flows
+from queue_engine import sql
 from queue_engine.definitions import JobDefinition
 from queue_engine.enqueueing.prepare import JobSpec, Row, prepare, spec_for
 from queue_engine.exceptions import EnqueueError, FlowError
@@ -187,12 +187,12 @@ class Flow:
 
     def _write(self, order: list[str], rows: dict[str, Row], meta: str) -> int:
         with connection.cursor() as cursor:
-            cursor.execute(sql_flows.INSERT_FLOW, [self.name, self.priority, meta, self.rerun_of])
+            cursor.execute(sql.INSERT_FLOW, [self.name, self.priority, meta, self.rerun_of])
             flow_id = cursor.fetchone()[0]
             cursor.execute(sql.ALLOCATE_JOB_IDS, [len(order)])
             now, ids = cursor.fetchone()
             job_ids = dict(zip(order, ids, strict=True))
-            with cursor.cursor.copy(sql_flows.COPY_FLOW_JOBS) as copy:
+            with cursor.cursor.copy(sql.COPY_FLOW_JOBS) as copy:
                 for key in order:
                     copy.write_row(
                         flow_row(
@@ -207,7 +207,7 @@ class Flow:
             parents = [job_ids[p] for k in order for p in self.nodes[k].depends_on]
             children = [job_ids[k] for k in order for _ in self.nodes[k].depends_on]
             if parents:
-                cursor.execute(sql_flows.INSERT_EDGES, [flow_id, False, parents, children])
+                cursor.execute(sql.INSERT_EDGES, [flow_id, False, parents, children])
         return int(flow_id)
 
 

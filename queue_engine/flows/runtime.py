@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import close_old_connections, connection, transaction
 
-from queue_engine import sql, sql_flows
+from queue_engine import sql
 from queue_engine.definitions import JobDefinition
 from queue_engine.enqueueing.prepare import JobSpec, prepare
 from queue_engine.exceptions import FlowError, LeaseLost
@@ -46,7 +46,7 @@ def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[i
         )
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql_flows.LOCK_SPAWNER, [execution.job_id, execution.token])
+            cursor.execute(sql.LOCK_SPAWNER, [execution.job_id, execution.token])
             held = cursor.fetchone()
             if held is None:
                 raise LeaseLost(f"job {execution.job_id} is no longer held by this worker")
@@ -62,7 +62,7 @@ def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[i
                 )
                 for spec, key in specs
             ]
-            cursor.execute(sql_flows.JOIN_HELD_BY, [execution.job_id, flow_id, join])
+            cursor.execute(sql.JOIN_HELD_BY, [execution.job_id, flow_id, join])
             found = cursor.fetchone()
             if found is None:
                 raise FlowError(
@@ -70,9 +70,9 @@ def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[i
                     f"into a node {join!r} of its flow, so it cannot spawn into it."
                 )
             join_id = found[0]
-            cursor.execute(sql_flows.LOCK_FLOW_KEYS, [flow_id])
+            cursor.execute(sql.LOCK_FLOW_KEYS, [flow_id])
             cursor.execute(
-                sql_flows.FLOW_NODES_WITH_KEYS, {"flow": flow_id, "join": join_id, "keys": keys}
+                sql.FLOW_NODES_WITH_KEYS, {"flow": flow_id, "join": join_id, "keys": keys}
             )
             existing: dict[str, int] = {}
             for node_id, node_key, spawned_by, into_join in cursor.fetchall():
@@ -87,12 +87,12 @@ def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[i
             if new:
                 cursor.execute(sql.ALLOCATE_JOB_IDS, [len(new)])
                 now, ids = cursor.fetchone()
-                with cursor.cursor.copy(sql_flows.COPY_FLOW_JOBS) as copy:
+                with cursor.cursor.copy(sql.COPY_FLOW_JOBS) as copy:
                     for (row, key), job_id in zip(new, ids, strict=True):
                         copy.write_row(flow_row(row, job_id, now, flow_id, key, 0))
                         existing[key] = job_id
-                cursor.execute(sql_flows.INSERT_EDGES, [flow_id, True, ids, [join_id] * len(ids)])
-                cursor.execute(sql_flows.ADD_PENDING, [len(ids), join_id])
+                cursor.execute(sql.INSERT_EDGES, [flow_id, True, ids, [join_id] * len(ids)])
+                cursor.execute(sql.ADD_PENDING, [len(ids), join_id])
     finally:
         # Inside the handler's own ctx.atomic() block the children are part of its
         # transaction, and commit with it: its connection must stay open.

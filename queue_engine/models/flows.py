@@ -67,7 +67,7 @@ class FlowCountdown(models.Model):
     counted down by inserting a row here instead of updating the child: 10,000 children
     settling into one join no longer queue for that one row's lock. The settle's own
     transaction inserts the row; right after it commits, the same worker releases every
-    blocked child whose rows here add up to its pending_deps (sql_flows.RELEASE_COUNTED),
+    blocked child whose rows here add up to its pending_deps (sql.RELEASE_COUNTED),
     and the leader does the same every second for a release lost to a crash.
     """
 
@@ -93,7 +93,7 @@ class FlowRelease(models.Model):
     A settle counts down at most FLOW_RELEASE_CHUNK children of each parent it ends (in
     child id order); for a parent with more, it leaves a row here naming the last child
     it counted. The worker that settled it then counts down the rest a chunk at a time
-    on a connection of its own (sql_flows.COUNT_DOWN_MORE), each chunk in a transaction
+    on a connection of its own (sql.COUNT_DOWN_MORE), each chunk in a transaction
     that also moves `after_child` on (or deletes the row after the last): the first
     children of a 10,000-child fan-out run while the rest are still being released,
     instead of all waiting for one 200 ms statement. The leader takes over rows a

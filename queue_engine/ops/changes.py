@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from queue_engine import sql, sql_flows
+from queue_engine import sql
 from queue_engine.models import AuditEvent
 
 
@@ -63,7 +63,7 @@ def refresh_flows(flow_ids: list[int]) -> None:
     """Recompute these flows' states now, and again once the transaction commits."""
     if flow_ids:
         with connection.cursor() as cursor:
-            cursor.execute(sql_flows.REFRESH_FLOWS, [sorted(set(flow_ids))])
+            cursor.execute(sql.REFRESH_FLOWS, [sorted(set(flow_ids))])
         refresh_after_commit(flow_ids)
 
 
@@ -74,6 +74,6 @@ def refresh_after_commit(flow_ids: list[int]) -> None:
 
     def refresh() -> None:
         with connection.cursor() as cursor:
-            cursor.execute(sql_flows.REFRESH_FLOWS, [sorted(set(flow_ids))])
+            cursor.execute(sql.REFRESH_FLOWS, [sorted(set(flow_ids))])
 
     transaction.on_commit(refresh)

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from queue_engine import sql_flows
+from queue_engine import sql
 from queue_engine.definitions import Backoff
 from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.exceptions import FlowError, OpsError
@@ -47,9 +47,9 @@ def requeue_flow(flow_id: int, *, actor: Any = None) -> int:
             )
         with connection.cursor() as cursor:
             _refuse_lost_history(cursor, flow_id, "requeue", ["failed", "cancelled"])
-            cursor.execute(sql_flows.REQUEUE_FLOW_NODES, {"flow": flow_id})
+            cursor.execute(sql.REQUEUE_FLOW_NODES, {"flow": flow_id})
             requeued = [r[0] for r in cursor.fetchall()]
-            cursor.execute(sql_flows.RECOUNT_FLOW_DEPENDENCIES, {"flow": flow_id})
+            cursor.execute(sql.RECOUNT_FLOW_DEPENDENCIES, {"flow": flow_id})
             queues = [q for q, state in cursor.fetchall() if state == "available"]
         refresh_flows([flow_id])
         notify_changes(queues, requeued)
@@ -64,9 +64,9 @@ def rerun_flow(flow_id: int, *, actor: Any = None) -> int:
         raise OpsError(f"Cannot rerun: flow {flow_id} does not exist.")
     with connection.cursor() as cursor:
         _refuse_lost_history(cursor, flow_id, "rerun", ["succeeded", "failed", "cancelled"])
-        cursor.execute(sql_flows.FLOW_NODES_FOR_RERUN, {"flow": flow_id})
+        cursor.execute(sql.FLOW_NODES_FOR_RERUN, {"flow": flow_id})
         nodes = cursor.fetchall()
-        cursor.execute(sql_flows.FLOW_EDGES, [flow_id])
+        cursor.execute(sql.FLOW_EDGES, [flow_id])
         edges = cursor.fetchall()
     # Nodes spawned at run time into a join (the parents of dynamic edges) are not
     # cloned: their spawners run again in the new flow and spawn them afresh.
@@ -120,7 +120,7 @@ def rerun_flow(flow_id: int, *, actor: Any = None) -> int:
 
 def _refuse_lost_history(cursor: Any, flow_id: int, action: str, ended: list[str]) -> None:
     """Refuse when nodes the action needs have no rows left (retention removed them)."""
-    cursor.execute(sql_flows.LOST_PARENTS, {"flow": flow_id, "ended": ended})
+    cursor.execute(sql.LOST_PARENTS, {"flow": flow_id, "ended": ended})
     lost = [r[0] for r in cursor.fetchall()]
     if lost:
         ids = ", ".join(map(str, lost[:10])) + (" and more" if len(lost) > 10 else "")

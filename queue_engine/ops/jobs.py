@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from queue_engine import sql, sql_flows
+from queue_engine import sql
 from queue_engine.exceptions import OpsError
 from queue_engine.models import Job, JobRecord
 from queue_engine.ops.changes import (
@@ -69,7 +69,7 @@ def cancel_jobs(ids: list[int], *, actor: Any = None, audited: bool = True) -> i
 
 def _with_dependants(cursor: Any, ids: list[int]) -> list[int]:
     """These ids plus every flow node downstream of them (flow nodes only have edges)."""
-    cursor.execute(sql_flows.DESCENDANTS, [ids])
+    cursor.execute(sql.DESCENDANTS, [ids])
     return sorted({r[0] for r in cursor.fetchall()} | set(ids))
 
 
@@ -200,7 +200,7 @@ def redrive_jobs(
         cursor.execute(sql.OPS_REDRIVE, {"ids": ids, "states": list(states)})
         rows = cursor.fetchall()
         if rows:
-            cursor.execute(sql_flows.WAIT_FOR_PARENTS, [[r[0] for r in rows]])
+            cursor.execute(sql.WAIT_FOR_PARENTS, [[r[0] for r in rows]])
             notify_changes([q for _, q in rows], [r[0] for r in rows])
             refresh_flows_of(cursor, [r[0] for r in rows])
             if queue is None:

@@ -22,7 +22,6 @@ from django.db import DEFAULT_DB_ALIAS, connection, transaction
 from django.db.models.functions import Now
 
 from queue_engine import queue_defaults, sql
-from queue_engine import sql_maintenance as q
 from queue_engine.exceptions import OpsError
 from queue_engine.models import GroupLimit, QueueConfig
 from queue_engine.ops.changes import audit
@@ -146,7 +145,7 @@ def declare_configured() -> dict[str, list[str]]:
     queue_defaults.check()
     changed: dict[str, list[str]] = {}
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(q.SAVE_QUEUE_DEFAULTS, queue_defaults.starting_values(None))
+        cursor.execute(sql.SAVE_QUEUE_DEFAULTS, queue_defaults.starting_values(None))
         names = set(queue_defaults.named_queues())
         if queue_defaults.declared(None):
             names.update(QueueConfig.objects.values_list("name", flat=True))
@@ -218,7 +217,7 @@ def _apply(
     """
     with connection.cursor() as cursor:
         cursor.execute(
-            q.ENSURE_QUEUE_CONFIG, {"name": name, **queue_defaults.starting_values(name)}
+            sql.ENSURE_QUEUE_CONFIG, {"name": name, **queue_defaults.starting_values(name)}
         )
         config = QueueConfig.objects.select_for_update().get(name=name)
         edited = set(config.edited_fields)

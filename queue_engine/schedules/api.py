@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from django.db import connection, transaction
 
-from queue_engine import sql_maintenance as q
+from queue_engine import sql
 from queue_engine.conf import option
 from queue_engine.definitions import JobDefinition
 from queue_engine.enqueueing.prepare import JobSpec, prepare
@@ -382,7 +382,7 @@ def _check_arguments(
 def save_declaration(d: Declaration, *, actor: Any = None) -> Schedule:
     """Write a checked declaration (idempotent: an unchanged one writes nothing)."""
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(q.LOCK_SCHEDULE_NAME, [d.name])
+        cursor.execute(sql.LOCK_SCHEDULE_NAME, [d.name])
         now = _database_now()
         # Locked: a leader firing it meanwhile has its next fire time written first,
         # and it is read here, not written back over.
@@ -470,6 +470,6 @@ def _plain(value: Any) -> Any:
 
 def _database_now() -> datetime:
     with connection.cursor() as cursor:
-        cursor.execute(q.DATABASE_NOW)
+        cursor.execute(sql.DATABASE_NOW)
         now: datetime = cursor.fetchone()[0]
     return now

@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from queue_engine import sql, sql_flows
+from queue_engine import sql
 from queue_engine.payloads import storable
 from queue_engine.worker.execution import Outcome, error_json
 from queue_engine.worker.script import Prepared, Script
@@ -31,16 +31,16 @@ MAX_EVENT_IDS = 200  # ids per console hint; NOTIFY payloads stay far below 8000
 # The settle statements, prepared once per connection (see worker/script.py).
 PROGRESS = Prepared("qe_progress", sql.PROGRESS)
 SETTLE_SUCCEEDED = Prepared("qe_settle_succeeded", sql.SETTLE_SUCCEEDED)
-SETTLE_SUCCEEDED_FLOW = Prepared("qe_settle_succeeded_flow", sql_flows.SETTLE_SUCCEEDED_FLOW)
+SETTLE_SUCCEEDED_FLOW = Prepared("qe_settle_succeeded_flow", sql.SETTLE_SUCCEEDED_FLOW)
 SETTLE_FAILED = Prepared("qe_settle_failed", sql.SETTLE_FAILED)
 SETTLE_CANCELLED = Prepared("qe_settle_cancelled", sql.SETTLE_CANCELLED)
 SETTLE_RETRY = Prepared("qe_settle_retry", sql.SETTLE_RETRY)
 SETTLE_SNOOZED = Prepared("qe_settle_snoozed", sql.SETTLE_SNOOZED)
 RELEASE = Prepared("qe_release", sql.RELEASE)
 RECORD_RESULT = Prepared("qe_record_result", sql.RECORD_RESULT)
-RECORD_RESULT_FLOW = Prepared("qe_record_result_flow", sql_flows.RECORD_RESULT_FLOW)
-REFRESH_FLOWS = Prepared("qe_refresh_flows", sql_flows.REFRESH_FLOWS)
-RELEASE_COUNTED = Prepared("qe_release_counted", sql_flows.RELEASE_COUNTED)
+RECORD_RESULT_FLOW = Prepared("qe_record_result_flow", sql.RECORD_RESULT_FLOW)
+REFRESH_FLOWS = Prepared("qe_refresh_flows", sql.REFRESH_FLOWS)
+RELEASE_COUNTED = Prepared("qe_release_counted", sql.RELEASE_COUNTED)
 
 
 def refused(exc: BaseException) -> bool:

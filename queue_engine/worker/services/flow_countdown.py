@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from queue_engine import sql_flows
+from queue_engine import sql
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -27,7 +27,7 @@ async def count_down_more(
     most: int | None = None,
 ) -> int:
     """Count down the children settles left to count in chunks (FlowRelease rows, see
-    sql_flows.COUNT_DOWN_MORE), a chunk per transaction, until no row is left that
+    sql.COUNT_DOWN_MORE), a chunk per transaction, until no row is left that
     another connection is not counting already (or after `most` chunks). Returns the
     children released."""
     released = 0
@@ -35,7 +35,7 @@ async def count_down_more(
     while most is None or chunks < most:
         chunks += 1
         async with conn.transaction():
-            cur = await conn.execute(sql_flows.COUNT_DOWN_MORE, {"chunk": chunk})
+            cur = await conn.execute(sql.COUNT_DOWN_MORE, {"chunk": chunk})
             row = await cur.fetchone()
         assert row is not None
         found, count, _, flows = row
@@ -43,7 +43,7 @@ async def count_down_more(
             return released
         released += count
         if flows:  # after the commit, as after a settle
-            await conn.execute(sql_flows.RELEASE_COUNTED, [flows])
+            await conn.execute(sql.RELEASE_COUNTED, [flows])
         if on_chunk is not None:
             on_chunk(count)
     return released
@@ -60,15 +60,15 @@ async def finish_countdowns(conn: psycopg.AsyncConnection, *, chunk: int) -> Non
 
 async def release_counted(conn: psycopg.AsyncConnection) -> None:
     """Release fan-in children a worker counted down but died before releasing
-    (see sql_flows.RELEASE_COUNTED), and drop countdown rows nobody needs."""
-    cur = await conn.execute(sql_flows.COUNTDOWN_FLOWS)
+    (see sql.RELEASE_COUNTED), and drop countdown rows nobody needs."""
+    cur = await conn.execute(sql.COUNTDOWN_FLOWS)
     flows = [row[0] for row in await cur.fetchall()]
     if flows:
-        cur = await conn.execute(sql_flows.RELEASE_COUNTED, [flows])
+        cur = await conn.execute(sql.RELEASE_COUNTED, [flows])
         row = await cur.fetchone()
         if row and row[0]:
             # Mostly a race with the worker whose settle counted them (it releases
             # them in the same round trip); after a worker died, a repair.
             log.debug("released %d flow node(s) whose parents had all succeeded", row[0])
-            await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
-        await conn.execute(sql_flows.PRUNE_COUNTDOWNS)
+            await conn.execute(sql.REFRESH_FLOWS, [flows])
+        await conn.execute(sql.PRUNE_COUNTDOWNS)

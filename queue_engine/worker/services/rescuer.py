@@ -7,7 +7,7 @@ import logging
 
 import psycopg
 
-from queue_engine import sql, sql_flows
+from queue_engine import sql
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -29,11 +29,11 @@ async def rescue_expired(conn: psycopg.AsyncConnection, *, max_rescues: int) -> 
             await conn.execute(sql.NOTIFY_QUEUES, [revived])
         dead = [job_id for what, job_id, _ in rows if what in ("dead", "cancelled")]
         if dead:
-            cur = await conn.execute(sql_flows.FLOWS_OF_RECORDS, [dead])
+            cur = await conn.execute(sql.FLOWS_OF_RECORDS, [dead])
             flows = [row[0] for row in await cur.fetchall()]
             if flows:
-                await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
+                await conn.execute(sql.REFRESH_FLOWS, [flows])
     if flows:  # again after the commit: see the worker's settle
-        await conn.execute(sql_flows.REFRESH_FLOWS, [flows])
+        await conn.execute(sql.REFRESH_FLOWS, [flows])
     for what, job_id, _ in rows:
         log.warning("job %s: lease expired; %s", job_id, ENDS[what])

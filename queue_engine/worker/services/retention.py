@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from queue_engine import sql_maintenance as q
+from queue_engine import sql
 
 BATCH_SIZE = 5000
 TIME_BUDGET = 0.5  # seconds per call; the leader has other work too
@@ -55,7 +55,7 @@ async def delete_expired(
         swept.until.clear()
         swept.full_sweep_at = time.monotonic()
     deleted = batches = 0
-    cur = await conn.execute(q.RETENTION_WINDOWS)
+    cur = await conn.execute(sql.RETENTION_WINDOWS)
     windows = await cur.fetchall()
     for queue, *keeps in windows:
         for state, keep in zip(STATES, keeps, strict=True):
@@ -65,7 +65,7 @@ async def delete_expired(
                     return Collected(deleted, batches, more=True)
                 async with conn.transaction():
                     cur = await conn.execute(
-                        q.DELETE_EXPIRED_BATCH,
+                        sql.DELETE_EXPIRED_BATCH,
                         {
                             "queue": queue,
                             "state": state,
@@ -87,7 +87,7 @@ async def delete_expired(
 
 async def _cutoff(conn: psycopg.AsyncConnection, keep: int) -> datetime | None:
     """Up to when this window is swept clean; None before the rollup's first watermark."""
-    cur = await conn.execute(q.RETENTION_CUTOFF, {"keep": keep})
+    cur = await conn.execute(sql.RETENTION_CUTOFF, {"keep": keep})
     row = await cur.fetchone()
     assert row is not None
     cutoff: datetime | None = row[0]

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
-from queue_engine import sql_maintenance as q
+from queue_engine import sql
 
 LATE_MARGIN = timedelta(minutes=1)
 CHUNK = timedelta(hours=1)  # history per pass when catching up; adapted to keep passes short
@@ -39,7 +39,7 @@ class RolledUp:
 
 async def roll_up(conn: psycopg.AsyncConnection, *, budget: float = TIME_BUDGET) -> RolledUp:
     deadline = time.monotonic() + budget
-    await conn.execute(q.ENSURE_ROLLUP_STATE)
+    await conn.execute(sql.ENSURE_ROLLUP_STATE)
     passes, chunk = 0, CHUNK
     while True:
         started = time.monotonic()
@@ -61,12 +61,12 @@ async def _one_pass(
     conn: psycopg.AsyncConnection, chunk: timedelta
 ) -> tuple[datetime | None, bool]:
     async with conn.transaction():
-        cur = await conn.execute(q.LOCK_ROLLUP_STATE)
+        cur = await conn.execute(sql.LOCK_ROLLUP_STATE)
         row = await cur.fetchone()
         assert row is not None
         watermark, now = row
         if watermark is None:
-            cur = await conn.execute(q.OLDEST_FINISHED)
+            cur = await conn.execute(sql.OLDEST_FINISHED)
             oldest = (await cur.fetchone() or (None,))[0]
             start = _minute(oldest or now)
         else:
@@ -75,14 +75,14 @@ async def _one_pass(
         # insert that minute's bucket again (a halved chunk is 7.5 minutes, then less).
         end = min(now, _minute(start + chunk))
         minutes = {"size": 60, "start": start, "end": end}
-        await conn.execute(q.DELETE_BUCKETS, minutes)
-        await conn.execute(q.INSERT_MINUTE_BUCKETS, minutes)
+        await conn.execute(sql.DELETE_BUCKETS, minutes)
+        await conn.execute(sql.INSERT_MINUTE_BUCKETS, minutes)
         hours = {"size": 3600, "start": start.replace(minute=0), "end": end}
-        await conn.execute(q.DELETE_BUCKETS, hours)
-        await conn.execute(q.INSERT_HOUR_BUCKETS, hours)
+        await conn.execute(sql.DELETE_BUCKETS, hours)
+        await conn.execute(sql.INSERT_HOUR_BUCKETS, hours)
         caught_up = end >= now
         watermark = _minute(end) if caught_up else end
-        await conn.execute(q.SET_ROLLED_UP_TO, [watermark])
+        await conn.execute(sql.SET_ROLLED_UP_TO, [watermark])
     return watermark, caught_up
 
 
@@ -94,7 +94,7 @@ async def _prune(conn: psycopg.AsyncConnection) -> None:
     for size, keep in ((60, KEEP_MINUTES), (3600, KEEP_HOURS)):
         while True:
             cur = await conn.execute(
-                q.PRUNE_BUCKETS, {"size": size, "keep": keep, "limit": PRUNE_BATCH}
+                sql.PRUNE_BUCKETS, {"size": size, "keep": keep, "limit": PRUNE_BATCH}
             )
             if cur.rowcount < PRUNE_BATCH:
                 break

@@ -22,7 +22,6 @@ from typing import Any
 import psycopg
 
 from queue_engine import sql
-from queue_engine import sql_maintenance as q
 from queue_engine.enqueueing.prepare import prepare
 from queue_engine.exceptions import EnqueueError
 from queue_engine.schedules.api import fire_spec
@@ -88,11 +87,11 @@ class DueRow:
 async def fire_due_schedules(conn: psycopg.AsyncConnection, *, limit: int = BATCH) -> Fired:
     enqueued = skipped = 0
     # Every leader tick asks; most ticks nothing is due: one round trip, no transaction.
-    probe = await (await conn.execute(q.ANY_DUE_SCHEDULE)).fetchone()
+    probe = await (await conn.execute(sql.ANY_DUE_SCHEDULE)).fetchone()
     if not (probe and probe[0]):
         return Fired(0, 0, more=False)
     async with conn.transaction():
-        cur = await conn.execute(q.SELECT_DUE_SCHEDULES, {"limit": limit})
+        cur = await conn.execute(sql.SELECT_DUE_SCHEDULES, {"limit": limit})
         rows = [DueRow.of(row) for row in await cur.fetchall()]
         for row in rows:
             job_id = await _fire(conn, row)
@@ -202,7 +201,7 @@ async def _advance(
     error: str,
 ) -> None:
     await conn.execute(
-        q.ADVANCE_SCHEDULE,
+        sql.ADVANCE_SCHEDULE,
         {
             "id": row.id,
             "expected": row.next_fire_at,

@@ -1,0 +1,28 @@
+"""Every statement the engine sends, named, with what it guarantees, one module per concern:
+
+    enqueue    putting jobs in              claim      the claim
+    settle     finished jobs' outcomes      running    heartbeats, progress, log lines
+    flows      flow submit, release, state  leader     election, promotion, rescue, sweeps
+    ops        operator actions             schedules  declarations and firing
+    queues     queue configuration          maintenance  retention and the metrics rollup
+    workers    worker registrations         notify     NOTIFY channels
+    reads      what the console reads       fragments  pieces shared by several statements
+
+Parameters are always bound; table names are fixed by the models' db_table. The package
+exports every statement, so that code reads `sql.CLAIM` whatever module holds it.
+"""
+
+from queue_engine.sql.claim import *  # noqa: F403
+from queue_engine.sql.enqueue import *  # noqa: F403
+from queue_engine.sql.flows import *  # noqa: F403
+from queue_engine.sql.fragments import *  # noqa: F403
+from queue_engine.sql.leader import *  # noqa: F403
+from queue_engine.sql.maintenance import *  # noqa: F403
+from queue_engine.sql.notify import *  # noqa: F403
+from queue_engine.sql.ops import *  # noqa: F403
+from queue_engine.sql.queues import *  # noqa: F403
+from queue_engine.sql.reads import *  # noqa: F403
+from queue_engine.sql.running import *  # noqa: F403
+from queue_engine.sql.schedules import *  # noqa: F403
+from queue_engine.sql.settle import *  # noqa: F403
+from queue_engine.sql.workers import *  # noqa: F403

@@ -1,0 +1,234 @@
+"""The claim: the statement that hands a worker its next jobs, under every limit."""
+
+# For the rest of the claim's transaction (the claim comes last), on top of the lane
+# connection's own settings (worker/lanes.py LANE_SETTINGS: one generic plan, no
+# sequential scans): no bitmap scans. With statistics taken while a queue held few
+# available jobs (a fan-out's children still blocked, say) the planner reads the whole
+# claim index into a bitmap and sorts it, every claim, instead of walking it in order
+# to the LIMIT. 100 of 10,000 released children: 6.5 ms with the bitmap, under 4
+# without.
+CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
+
+
+# Claim up to %(limit)s runnable jobs from unpaused queues, best first (priority,
+# then run time, then id), and lease them for the queue's lock duration.
+# - Each queue is read through the claim index; SKIP LOCKED lets claimers take
+#   disjoint rows without waiting.
+# - A limited queue (one with a cap, a rate limit or group caps): its room under its
+#   cap and its rate limit is guessed first without a lock, to bound how many
+#   candidates are read and row-locked. Then, with the candidates read and ranked,
+#   queue_engine_limited_rooms() (schema/claim.sql, in `rooms`) takes the queue's
+#   advisory lock and counts its running jobs once, by group key, with a fresh
+#   snapshot: that count gives the queue's room (a row with no key) and its keys'
+#   rooms. Claimers of a limited queue take turns only for that count, the pick and
+#   the UPDATE, and each counts the others' committed claims. (Group keys used to be
+#   try-locked one by one when the queue had no cap: two claimers ranking the same
+#   head of the queue then left the second with no room on any key, and a queue with
+#   group caps alone drained at 0.46 to 0.48 of a plain one, against 0.79 to 0.86
+#   taking turns.)
+# - Keys already at their cap (counted without a lock, in q.full_keys) are passed over
+#   when candidates are read: a busy key's backlog would otherwise fill every claim's
+#   candidates and starve the other keys. Their waiting jobs are still walked in the
+#   claim index, so a backlog of millions on one capped key makes claims of its queue
+#   slower, never stuck.
+# - The labels test is written so the planner sees that most jobs require none.
+# - Suspects (jobs rescued at least twice) are claimed only by a
+#   claim `alone`, which a worker sends with a limit of 1 when nothing else of its
+#   runs or is being claimed, and after which it claims nothing until the suspect has
+#   ended; any other claim passes over them and reports their queues (`suspects`).
+CLAIM = """
+WITH configs AS (
+    SELECT c.* FROM queue_engine_queueconfig c
+     WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
+), q AS (
+    SELECT c.name, c.lock_duration, c.group_concurrency, c.rate_limit, c.max_concurrency,
+           c.rate_window, k.grouped,
+           -- Keys already at their cap, by a count without a lock: their waiting jobs
+           -- are passed over when candidates are read, so that a busy key with a
+           -- backlog never fills the candidates and starves the other keys. (The
+           -- count under the lock, in rooms, still decides; a key that frees room
+           -- meanwhile is read again by the next claim.)
+           CASE WHEN k.grouped THEN (
+               SELECT array_agg(f.group_key) FROM (
+                   SELECT r.group_key
+                     FROM (SELECT r.group_key, count(*) AS running
+                             FROM queue_engine_job r
+                            WHERE r.state = 'running' AND r.queue = c.name
+                              AND r.group_key IS NOT NULL
+                            GROUP BY r.group_key) r
+                     LEFT JOIN queue_engine_grouplimit g
+                       ON g.queue = c.name AND g.group_key = r.group_key
+                    WHERE r.running >= COALESCE(g.max_concurrency, c.group_concurrency)
+                   UNION  -- keys held at 0, which run nothing
+                   SELECT g.group_key FROM queue_engine_grouplimit g
+                    WHERE g.queue = c.name AND g.max_concurrency = 0) f)
+           END AS full_keys,
+           (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL OR k.grouped) AS limited,
+           -- Without the queue's lock: how many candidates are worth reading and locking.
+           GREATEST(LEAST(
+               %(limit)s,
+               CASE WHEN c.max_concurrency IS NOT NULL THEN c.max_concurrency - (
+                   SELECT count(*) FROM queue_engine_job r
+                    WHERE r.state = 'running' AND r.queue = c.name) END,
+               CASE WHEN c.rate_limit IS NOT NULL THEN c.rate_limit - (
+                   SELECT COALESCE(sum(l.count), 0) FROM queue_engine_claimlog l
+                    WHERE l.queue = c.name
+                      AND l.at > now() - make_interval(secs => c.rate_window)) END
+           ), 0) AS room_guess
+      FROM configs c
+     CROSS JOIN LATERAL (
+           SELECT c.group_concurrency IS NOT NULL OR EXISTS (
+                      SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name)
+                  AS grouped) k
+), candidates AS (
+    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.limited, q.room_guess
+      FROM q CROSS JOIN LATERAL (
+            SELECT id, queue, group_key, priority, run_at
+              FROM queue_engine_job
+             WHERE state = 'available' AND queue = q.name AND run_at <= now()
+               AND (labels = '{}' OR labels <@ %(labels)s::varchar[])
+               -- Suspects only in a claim alone (see above), which takes nothing else.
+               AND (rescues >= 2) = %(alone)s
+               AND (q.full_keys IS NULL OR group_key IS NULL
+                    OR group_key <> ALL(q.full_keys))
+             ORDER BY priority DESC, run_at, id
+             -- Only the room: every extra row is locked and ranked while the queue's
+             -- claimers wait. A key with less room than jobs among them leaves the
+             -- claim short, and the worker claims again in 10 ms (`held`), passing
+             -- over the keys this one filled.
+             LIMIT q.room_guess
+               FOR UPDATE SKIP LOCKED
+           ) j
+     WHERE q.room_guess > 0
+), ranked AS (
+    SELECT c.*,
+           row_number() OVER (PARTITION BY c.queue, c.group_key
+                              ORDER BY c.priority DESC, c.run_at, c.id) AS nth_in_group
+      FROM candidates c
+), keys AS (
+    SELECT (SELECT array_agg(DISTINCT c.queue) FROM candidates c WHERE c.limited) AS locked,
+           COALESCE(array_agg(queue), '{}') AS queues,
+           COALESCE(array_agg(group_key), '{}') AS keys,
+           COALESCE(array_agg(group_concurrency), '{}') AS defaults
+      FROM (SELECT DISTINCT queue, group_key, group_concurrency FROM candidates
+             WHERE grouped AND group_key IS NOT NULL) d
+), rooms AS (
+    -- The limited queues' rooms (a row with no key) and their keys': taken only now,
+    -- with the candidates read and ranked, so that claimers of a limited queue wait for
+    -- each other only for the count, the pick and the UPDATE.
+    SELECT g.* FROM keys k
+     CROSS JOIN LATERAL queue_engine_limited_rooms(k.locked, %(limit)s::int, k.queues, k.keys,
+                                                   k.defaults) g
+     WHERE k.locked IS NOT NULL
+), eligible AS (
+    SELECT r.*,
+           row_number() OVER (PARTITION BY r.queue
+                              ORDER BY r.priority DESC, r.run_at, r.id) AS nth_in_queue
+      FROM ranked r
+      LEFT JOIN rooms g ON g.queue = r.queue AND g.group_key = r.group_key
+     WHERE NOT r.grouped OR r.group_key IS NULL OR r.nth_in_group <= g.room
+), picked AS (
+    SELECT e.id FROM eligible e
+      LEFT JOIN rooms l ON l.queue = e.queue AND l.group_key IS NULL
+     WHERE e.nth_in_queue <= COALESCE(l.room, e.room_guess)
+     ORDER BY e.priority DESC, e.run_at, e.id
+     LIMIT %(limit)s
+), claimed AS (
+    -- started_at is clock_timestamp(), not now(): this claim may share a transaction
+    -- with a settle that began before a parent's settle committed, and a flow child
+    -- must never look as if it started before its parent finished.
+    UPDATE queue_engine_job j
+       SET state = 'running', attempt = j.attempt + 1, lease_owner = %(worker)s,
+           claim_token = %(token)s, started_at = clock_timestamp(), heartbeat_at = now(),
+           lease_expires_at = now() + make_interval(secs => q.lock_duration),
+           progress = NULL, progress_message = ''
+      FROM q
+     -- An array, not a join with picked: a generic plan cannot know how many rows
+     -- picked holds, guesses thousands, and hashes the whole job table to join them.
+     WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND q.name = j.queue
+    RETURNING j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff::text,
+              j.flow_id, j.node_key, j.meta::text,
+              CASE WHEN j.flow_id IS NOT NULL THEN (
+                  -- Driven from the child's edges, then one history row per parent by
+                  -- key. Planned while the history held a single row, the lookup once
+                  -- chose an index on (kind, id) and read all of it for every parent:
+                  -- the lanes now plan their statements again after a while
+                  -- (worker/script.py, REPLAN_FIRST), when the statistics have caught up.
+                  SELECT jsonb_object_agg(r.node_key, r.result)::text
+                    FROM queue_engine_flowedge e
+                   CROSS JOIN LATERAL (
+                         SELECT h.node_key, h.result FROM queue_engine_jobrecord h
+                          WHERE h.id = e.parent_id AND h.state = 'succeeded' LIMIT 1) r
+                   WHERE e.child_id = j.id
+              ) END AS outputs,
+              q.lock_duration
+), logged AS (
+    -- Starts are counted per span of a 600th of the rate window (at least 0.1 s), each
+    -- row stamped with its span's end: a window's sum reads at most about 600 rows
+    -- however many claims fell in it (with a row per claim, 280 claims a second and a
+    -- 60 s window made each sum read 16,800 rows, 3 ms, twice a claim). A span reaching
+    -- into the window counts whole: the limit errs by at most one span, towards fewer
+    -- starts.
+    INSERT INTO queue_engine_claimlog AS l (queue, at, count)
+    SELECT claimed.queue,
+           to_timestamp(((floor(extract(epoch FROM now()) / s.span) + 1) * s.span)::float8),
+           count(*)
+      FROM claimed JOIN q ON q.name = claimed.queue
+     CROSS JOIN LATERAL (SELECT GREATEST(q.rate_window / 600.0, 0.1) AS span) s
+     WHERE q.rate_limit IS NOT NULL
+     GROUP BY claimed.queue, s.span
+        ON CONFLICT (queue, at) DO UPDATE SET count = l.count + EXCLUDED.count
+), held AS (
+    -- Queues this claim read candidates of and left some (a cap, a busy key's room, the
+    -- rate limit) while it took fewer jobs than it wanted. The worker claims again soon
+    -- (worker/lanes.py, HELD_BACK_FIRST) instead of at its next poll: the next claim
+    -- passes over the keys this one filled. Counted from what the claim already holds:
+    -- a look into the queue for more work, under the queue's lock, cost every claim of
+    -- drain_with_limits 10 ms.
+    SELECT c.queue FROM candidates c
+     WHERE (SELECT count(*) FROM picked) < %(limit)s
+       AND c.id <> ALL(ARRAY(SELECT id FROM picked))
+     GROUP BY c.queue
+), limited AS (
+    -- Limited queues this claim looked at, full or not: their claimers take turns on
+    -- the queue's lock, so the worker sends one claim at a time while it serves them
+    -- (worker/lanes.py, Lanes.serial_claims).
+    SELECT q.name FROM q WHERE q.limited
+), suspects AS (
+    -- Queues where a suspect this worker could run is due: the worker then claims
+    -- nothing more until its jobs have ended, and claims alone (worker/lanes.py,
+    -- Lanes._quarantine). Read through qe_job_suspect, which holds only suspects.
+    SELECT q.name FROM q
+     WHERE NOT %(alone)s AND EXISTS (
+           SELECT 1 FROM queue_engine_job s
+            WHERE s.rescues >= 2 AND s.queue = q.name AND s.state = 'available'
+              AND s.run_at <= now()
+              AND (s.labels = '{}' OR s.labels <@ %(labels)s::varchar[]))
+)
+SELECT * FROM claimed
+ UNION ALL  -- marker rows, no id: one per queue, the queue in its place, the marker as kind
+SELECT NULL, 'held', h.queue, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM held h
+ UNION ALL
+SELECT NULL, 'limited', l.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM limited l
+ UNION ALL
+SELECT NULL, 'suspects', s.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM suspects s
+"""
+
+
+# After a lost connection: the rows a claim with this token took if its commit
+# went through unseen, so they run now instead of waiting for their lease.
+RECOVER_CLAIM = """
+SELECT j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff::text,
+       j.flow_id, j.node_key, j.meta::text,
+       CASE WHEN j.flow_id IS NOT NULL THEN (
+           SELECT jsonb_object_agg(r.node_key, r.result)::text
+             FROM queue_engine_flowedge e
+             JOIN queue_engine_jobrecord r ON r.id = e.parent_id
+            WHERE e.child_id = j.id AND r.state = 'succeeded'
+       ) END AS outputs,
+       extract(epoch FROM j.lease_expires_at - j.heartbeat_at)::int AS lock_duration
+  FROM queue_engine_job j
+ WHERE j.state = 'running' AND j.claim_token = %(token)s AND j.lease_owner = %(worker)s
+"""

@@ -1,0 +1,419 @@
+"""Flow statements: submit, release dependants on settle, keep flow state true."""
+
+from queue_engine.sql.fragments import MOVED, SUCCEEDED_DONE, SUCCEEDED_MOVE, at, back_to_live
+
+INSERT_FLOW = """
+INSERT INTO queue_engine_flow (name, default_priority, meta, rerun_of)
+VALUES (%s, %s, %s::jsonb, %s)
+RETURNING id
+"""
+
+
+INSERT_EDGES = """
+INSERT INTO queue_engine_flowedge (flow_id, parent_id, child_id, dynamic)
+SELECT %s, p, c, %s FROM unnest(%s::bigint[], %s::bigint[]) AS e(p, c)
+"""
+
+
+# Succeeded flow nodes: move them to history (fenced, as SETTLE_SUCCEEDED) and
+# count down their children in the same statement. Nobody is woken here: the worker's
+# message claims next, and only then wakes the others for what it left (sql.WAKE_LEFT,
+# from the queues NOTE_RELEASED noted).
+# - Each parent's first %(chunk)s children (FLOW_RELEASE_CHUNK, in child id order) are
+#   counted here; a parent with more leaves a FlowRelease row, and COUNT_DOWN_MORE
+#   counts the rest a chunk at a time, after this commits (_NEXT_CHUNKS, _MARK_REST).
+# - A child none of whose other parents is still pending (every parent it waits for
+#   is counted here: a chain's next node, a fan-out's children) is updated here;
+#   it becomes available when its count reaches zero. No other settle touches it, so
+#   it is not locked first (10,000 children of a fan-out: 215 ms with the lock pass).
+# - A child that still waits for parents settling elsewhere (a fan-in's join) gets a
+#   FlowCountdown row instead: an insert, which waits for nobody. RELEASE_COUNTED,
+#   run right after this commits, releases it once its rows add up.
+# The children of the flow nodes in CTE `parents` (columns `id`, and `after`: the last
+# child already counted, 0 for none), as CTE `counting`: each parent's next chunk and
+# one child more, numbered per parent.
+_NEXT_CHUNKS = """
+counting AS (
+    SELECT e.parent_id, e.child_id, e.flow_id,
+           row_number() OVER (PARTITION BY e.parent_id ORDER BY e.child_id) AS nth
+      FROM parents p CROSS JOIN LATERAL (
+            SELECT e.parent_id, e.child_id, e.flow_id FROM queue_engine_flowedge e
+             WHERE e.parent_id = p.id AND e.child_id > p.after
+             ORDER BY e.child_id LIMIT %(chunk)s::int + 1) e
+)"""
+
+
+# Count down the children numbered 1 to %(chunk)s in CTE `counting`.
+_COUNT_DOWN_CHILDREN = """
+releasing AS (
+    SELECT c.child_id, min(c.flow_id) AS flow_id, count(*) AS n
+      FROM counting c WHERE c.nth <= %(chunk)s::int
+     GROUP BY c.child_id
+), released AS (
+    -- No lock taken first: nothing else counts these children down (every parent
+    -- they still wait for is in this settle). A child whose count grew meanwhile (a
+    -- dynamic join) fails the re-checked condition and is counted by a row instead.
+    UPDATE queue_engine_job j
+       SET pending_deps = j.pending_deps - r.n,
+           state = CASE WHEN j.state = 'blocked' AND j.pending_deps - r.n <= 0
+                        THEN 'available' ELSE j.state END,
+           run_at = CASE WHEN j.state = 'blocked' AND j.pending_deps - r.n <= 0
+                         THEN GREATEST(j.run_at, now()) ELSE j.run_at END
+      FROM releasing r
+     WHERE j.id = r.child_id AND j.pending_deps <= r.n
+    RETURNING j.id, j.queue, j.state, r.flow_id, r.n
+), counted AS (
+    -- The children not updated above, as a set difference: both sides are CTEs the
+    -- planner guesses at one row, and as an anti-join it compared every pair (97 ms
+    -- for a chunk of 1,000).
+    INSERT INTO queue_engine_flowcountdown (flow_id, child_id, n)
+    SELECT d.flow_id, d.child_id, d.n FROM (
+        SELECT r.child_id, r.flow_id, r.n FROM releasing r
+        EXCEPT ALL
+        SELECT l.id, l.flow_id, l.n FROM released l
+    ) d
+)
+"""
+
+
+# The parents in `counting` with children past the chunk: a FlowRelease row each,
+# after the last child counted.
+_MARK_REST = """
+marked AS (
+    INSERT INTO queue_engine_flowrelease (flow_id, parent_id, after_child)
+    SELECT c.flow_id, c.parent_id, c.child_id FROM counting c
+     WHERE c.nth = %(chunk)s::int
+       AND EXISTS (SELECT 1 FROM counting d
+                    WHERE d.parent_id = c.parent_id AND d.nth > %(chunk)s::int)
+    RETURNING 1
+)"""
+
+
+# The queues of the children a countdown made available, added to the session's
+# qe.released for sql.WAKE_LEFT later in the same message (one name per queue: a
+# fan-out's root releasing 10,000 children notes one queue, and WAKE_LEFT no longer
+# walks its 10,000 edges again to find them). Set outside the settle's transaction
+# scope (is_local false) so the claim's transaction after its commit reads it; an
+# aborted settle takes its note back with it.
+NOTE_RELEASED = """
+SELECT set_config('qe.released', (
+           COALESCE(NULLIF(current_setting('qe.released', true), ''), '{}')::varchar[]
+           || array_agg(DISTINCT l.queue) FILTER (WHERE l.state = 'available'))::text, false)
+  FROM released l
+"""
+
+
+SETTLE_SUCCEEDED_FLOW = f"""
+WITH {SUCCEEDED_DONE}, moved AS ({SUCCEEDED_MOVE}
+), parents AS (SELECT id, 0::bigint AS after FROM done), {_NEXT_CHUNKS},
+{_COUNT_DOWN_CHILDREN}, {_MARK_REST}
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM released), ({NOTE_RELEASED}),
+       (SELECT count(*) FROM marked)
+"""
+
+
+# A flow node that ctx.atomic() completed in the handler's own transaction: its
+# return value is recorded now, and only now are its children counted down (released
+# earlier, a child would have read a parent output not there yet). Recording happens
+# once (the result is NULL until then), so a retried settle counts nothing twice.
+RECORD_RESULT_FLOW = f"""
+WITH parents AS (
+    UPDATE queue_engine_jobrecord r
+       SET result = COALESCE((%(results)s::jsonb[])[{at("r")}], 'null'::jsonb)
+     WHERE r.id = ANY(%(ids)s::bigint[]) AND r.result IS NULL AND r.state = 'succeeded'
+    RETURNING r.id, 0::bigint AS after
+), {_NEXT_CHUNKS}, {_COUNT_DOWN_CHILDREN}, {_MARK_REST}
+SELECT (SELECT count(*) FROM parents), (SELECT count(*) FROM released), ({NOTE_RELEASED}),
+       (SELECT count(*) FROM marked)
+"""
+
+
+# After a settle with countdown rows has committed, in a statement of its own (a fresh
+# snapshot, as REFRESH_FLOWS): release the blocked children of these flows whose rows
+# add up to what they wait for, and drop those rows. Two workers settling a join's
+# last parents at once each miss the other's row inside their own transaction; the
+# release that starts last sees both. A child another release is taking is waited
+# for, then skipped (no longer blocked).
+RELEASE_COUNTED = """
+WITH sums AS (
+    SELECT c.child_id, sum(c.n) AS n FROM queue_engine_flowcountdown c
+     WHERE c.flow_id = ANY(%s::bigint[])
+     GROUP BY c.child_id
+), ready AS (
+    SELECT j.id FROM queue_engine_job j JOIN sums s ON s.child_id = j.id
+     WHERE j.state = 'blocked' AND j.pending_deps <= s.n
+     ORDER BY j.id
+       FOR UPDATE OF j
+), released AS (
+    UPDATE queue_engine_job j
+       SET pending_deps = 0, state = 'available', run_at = GREATEST(j.run_at, now())
+      FROM ready
+     WHERE j.id = ready.id
+    RETURNING j.id, j.queue
+), cleared AS (
+    DELETE FROM queue_engine_flowcountdown c USING released r WHERE c.child_id = r.id
+), woken AS (
+    SELECT pg_notify('qe_wake', queue) FROM (SELECT DISTINCT queue FROM released) q
+)
+SELECT (SELECT count(*) FROM released), (SELECT count(*) FROM woken)
+"""
+
+
+# The next chunk of one parent's children a settle left to count (a FlowRelease row,
+# see _MARK_REST), in a transaction of its own: counted down as a settle counts them,
+# the row moved on past them (or deleted after the last), and the other workers woken
+# for the children it made available. Rows another worker is counting are skipped.
+# Returns whether a row was found, the children released, the wake-ups sent, and the
+# flows whose countdown rows RELEASE_COUNTED must then look at.
+COUNT_DOWN_MORE = f"""
+WITH marker AS (
+    SELECT m.id, m.parent_id, m.after_child FROM queue_engine_flowrelease m
+     ORDER BY m.id LIMIT 1
+       FOR UPDATE SKIP LOCKED
+), parents AS (
+    SELECT m.parent_id AS id, m.after_child AS after FROM marker m
+), {_NEXT_CHUNKS}, {_COUNT_DOWN_CHILDREN}, advanced AS (
+    UPDATE queue_engine_flowrelease m SET after_child = c.child_id
+      FROM counting c
+     WHERE m.id = (SELECT id FROM marker) AND c.nth = %(chunk)s::int
+       AND EXISTS (SELECT 1 FROM counting d WHERE d.nth > %(chunk)s::int)
+), finished AS (
+    DELETE FROM queue_engine_flowrelease m
+     WHERE m.id = (SELECT id FROM marker)
+       AND NOT EXISTS (SELECT 1 FROM counting d WHERE d.nth > %(chunk)s::int)
+), woken AS (
+    SELECT pg_notify('qe_wake', q.queue)
+      FROM (SELECT DISTINCT l.queue FROM released l WHERE l.state = 'available') q
+)
+SELECT (SELECT count(*) FROM marker), (SELECT count(*) FROM released),
+       (SELECT count(*) FROM woken),
+       COALESCE((SELECT array_agg(DISTINCT r.flow_id) FROM releasing r), '{{}}')
+"""
+
+
+# The leader's net under RELEASE_COUNTED (a worker that died between its settle's
+# commit and the release) and its cleanup: rows of children that are no longer
+# blocked (cancelled, removed, released) go.
+COUNTDOWN_FLOWS = "SELECT DISTINCT flow_id FROM queue_engine_flowcountdown"
+
+
+PRUNE_COUNTDOWNS = """
+DELETE FROM queue_engine_flowcountdown c
+ WHERE NOT EXISTS (SELECT 1 FROM queue_engine_job j
+                    WHERE j.id = c.child_id AND j.state = 'blocked')
+"""
+
+
+# A flow's state from its nodes: failed once a node is dead; cancelled once a node was
+# cancelled and no node can run any more (none available, scheduled or running: what
+# is left waits on a dead or cancelled node); succeeded when no node is left in the
+# live table; else running. It finishes (finished_at) when no node can run any more,
+# so a failed flow whose other branches still run has no end time yet.
+REFRESH_FLOWS = """
+UPDATE queue_engine_flow f
+   SET state = s.state,
+       finished_at = CASE WHEN s.settled THEN COALESCE(f.finished_at, now()) END
+  FROM (
+    SELECT x.id, x.state,
+           x.state <> 'running' AND NOT EXISTS (
+               SELECT 1 FROM queue_engine_job j
+                WHERE j.flow_id = x.id AND j.state IN ('available', 'scheduled', 'running')
+           ) AS settled
+      FROM (
+        SELECT f2.id,
+               CASE WHEN EXISTS (SELECT 1 FROM queue_engine_jobrecord r
+                                  WHERE r.flow_id = f2.id AND r.state = 'failed')
+                         THEN 'failed'
+                    WHEN EXISTS (SELECT 1 FROM queue_engine_jobrecord r
+                                  WHERE r.flow_id = f2.id AND r.state = 'cancelled')
+                     AND NOT EXISTS (SELECT 1 FROM queue_engine_job j
+                                      WHERE j.flow_id = f2.id
+                                        AND j.state IN ('available', 'scheduled', 'running'))
+                         THEN 'cancelled'
+                    WHEN NOT EXISTS (SELECT 1 FROM queue_engine_job j WHERE j.flow_id = f2.id)
+                         THEN CASE WHEN f2.removed_nodes > 0 THEN 'cancelled'
+                                   ELSE 'succeeded' END
+                    ELSE 'running' END AS state
+          FROM queue_engine_flow f2
+         WHERE f2.id = ANY(%s::bigint[])
+      ) x
+  ) s
+ WHERE f.id = s.id
+   AND (f.state IS DISTINCT FROM s.state OR (f.finished_at IS NOT NULL) <> s.settled)
+RETURNING f.id, f.state
+"""
+
+
+# Every node downstream of these jobs (through live edges), for cascading cancels.
+DESCENDANTS = """
+WITH RECURSIVE down(id) AS (
+    SELECT unnest(%s::bigint[])
+    UNION
+    SELECT e.child_id FROM queue_engine_flowedge e JOIN down ON e.parent_id = down.id
+)
+SELECT id FROM down
+"""
+
+
+# Dynamic join: a running node that holds an edge into the join adds a child that
+# the join must now also wait for. Fenced: only while the spawner still runs
+# under the caller's claim token.
+LOCK_SPAWNER = """
+SELECT j.flow_id, f.default_priority
+  FROM queue_engine_job j JOIN queue_engine_flow f ON f.id = j.flow_id
+ WHERE j.id = %s AND j.claim_token = %s AND j.state = 'running'
+   FOR SHARE OF j
+"""
+
+
+JOIN_HELD_BY = """
+SELECT e.child_id FROM queue_engine_flowedge e
+  JOIN queue_engine_job j ON j.id = e.child_id
+ WHERE e.parent_id = %s AND j.flow_id = %s AND j.node_key = %s
+"""
+
+
+ADD_PENDING = """
+UPDATE queue_engine_job SET pending_deps = pending_deps + %s WHERE id = %s
+"""
+
+
+# Requeue a failed or cancelled flow in place: dead and cancelled nodes go back to
+# the live table; every live node then waits for exactly its parents that have
+# not succeeded. A node whose dedup key a live job holds now comes back without it
+# (as a redrive does: sql.OPS_REDRIVE), and so does the second of two with one key.
+REQUEUE_FLOW_NODES = f"""
+WITH gone AS (
+    DELETE FROM queue_engine_jobrecord r
+     WHERE r.flow_id = %(flow)s AND r.state IN ('failed', 'cancelled')
+    RETURNING r.*
+), numbered AS (
+    SELECT gone.*, row_number() OVER (PARTITION BY kind, dedup_key ORDER BY id) AS nth
+      FROM gone
+)
+INSERT INTO queue_engine_job ({MOVED}, state, pending_deps)
+SELECT id, queue, kind, name, priority, payload, 0, max_attempts, backoff, errors,
+       {back_to_live("numbered", "requeued")},
+       NULL, '', 0, now(), created_at, NULL, 'blocked', 0
+  FROM numbered
+RETURNING id
+"""
+
+
+# Parents whose rows are gone (retention removed their history) of the flow's nodes
+# that are live, or (with %(ended)s) of any node still there: what a requeue (or a
+# rerun) of the flow would wait for, or clone, in vain.
+LOST_PARENTS = """
+SELECT DISTINCT e.parent_id FROM queue_engine_flowedge e
+ WHERE e.flow_id = %(flow)s
+   AND (EXISTS (SELECT 1 FROM queue_engine_job j WHERE j.id = e.child_id)
+        OR EXISTS (SELECT 1 FROM queue_engine_jobrecord r
+                    WHERE r.id = e.child_id AND r.state = ANY(%(ended)s::varchar[])))
+   AND NOT EXISTS (SELECT 1 FROM queue_engine_job j WHERE j.id = e.parent_id)
+   AND NOT EXISTS (SELECT 1 FROM queue_engine_jobrecord r WHERE r.id = e.parent_id)
+ ORDER BY 1
+"""
+
+
+# Redriven or retried flow nodes (back in the live table as available) wait again for
+# their parents that have not succeeded: a node cancelled with its parent runs only
+# after that parent, whichever of the two is redriven first.
+WAIT_FOR_PARENTS = """
+WITH counts AS (
+    SELECT j.id, count(*) AS pending
+      FROM queue_engine_job j
+      JOIN queue_engine_flowedge e ON e.child_id = j.id
+     WHERE j.id = ANY(%s::bigint[]) AND j.flow_id IS NOT NULL AND j.state = 'available'
+       AND NOT EXISTS (SELECT 1 FROM queue_engine_jobrecord r
+                        WHERE r.id = e.parent_id AND r.state = 'succeeded')
+     GROUP BY j.id
+)
+UPDATE queue_engine_job j
+   SET pending_deps = counts.pending, state = 'blocked'
+  FROM counts
+ WHERE j.id = counts.id
+RETURNING j.id
+"""
+
+
+RECOUNT_FLOW_DEPENDENCIES = """
+WITH wiped AS (
+    -- What is left of the countdown is recounted below, in this statement's snapshot:
+    -- a settle that commits after it leaves its row, and its parent still counted.
+    DELETE FROM queue_engine_flowcountdown WHERE flow_id = %(flow)s
+), unmarked AS (
+    -- So are the children of parents still being counted in chunks (FlowRelease):
+    -- a chunk counting now is waited for, and its row then goes too.
+    DELETE FROM queue_engine_flowrelease WHERE flow_id = %(flow)s
+), counts AS (
+    SELECT j.id, count(e.parent_id) FILTER (WHERE NOT EXISTS (
+               SELECT 1 FROM queue_engine_jobrecord r
+                WHERE r.id = e.parent_id AND r.state = 'succeeded')) AS pending
+      FROM queue_engine_job j
+      LEFT JOIN queue_engine_flowedge e ON e.child_id = j.id
+     WHERE j.flow_id = %(flow)s AND j.state IN ('blocked', 'available')
+     GROUP BY j.id
+)
+UPDATE queue_engine_job j
+   SET pending_deps = counts.pending,
+       state = CASE WHEN counts.pending = 0 THEN 'available' ELSE 'blocked' END
+  FROM counts
+ WHERE j.id = counts.id
+RETURNING j.queue, j.state
+"""
+
+
+FLOW_COPY_COLUMNS = (
+    "id, queue, kind, name, priority, payload, max_attempts, backoff, dedup_key, group_key, "
+    "labels, meta, run_at, state, flow_id, node_key, pending_deps"
+)
+
+
+COPY_FLOW_JOBS = f"COPY queue_engine_job ({FLOW_COPY_COLUMNS}) FROM STDIN"
+
+
+FLOW_NODES_FOR_RERUN = """
+SELECT id, kind, node_key, payload, queue, priority, name, max_attempts, backoff, group_key,
+       labels, meta
+  FROM queue_engine_job WHERE flow_id = %(flow)s
+UNION ALL
+SELECT id, kind, node_key, payload, queue, priority, name, max_attempts, backoff, group_key,
+       labels, meta
+  FROM queue_engine_jobrecord WHERE flow_id = %(flow)s
+"""
+
+
+FLOW_EDGES = """
+SELECT parent_id, child_id, dynamic FROM queue_engine_flowedge WHERE flow_id = %s
+"""
+
+
+FLOWS_OF_RECORDS = """
+SELECT DISTINCT flow_id FROM queue_engine_jobrecord
+ WHERE id = ANY(%s::bigint[]) AND flow_id IS NOT NULL
+"""
+
+
+# spawn_into only: node keys are unique in a flow (a join's ctx.outputs is keyed by
+# them), and no constraint says so (a node moves between the live and history
+# tables). Spawns into one flow take this lock, then read the flow's nodes with those
+# keys in a fresh snapshot, so two spawns cannot both add a key. An advisory lock,
+# not the flow row: a settle updates the join, then the flow row (REFRESH_FLOWS), in
+# one transaction, and a spawn updates the join after this.
+LOCK_FLOW_KEYS = (
+    "SELECT pg_advisory_xact_lock(hashtextextended('queue_engine.flow_keys:' || %s, 0))"
+)
+
+
+# The flow's nodes with these keys: their id, key, the job that spawned them (meta
+# spawned_by, none for declared nodes), and whether they have an edge into the join.
+FLOW_NODES_WITH_KEYS = """
+SELECT n.id, n.node_key, n.meta->>'spawned_by',
+       EXISTS (SELECT 1 FROM queue_engine_flowedge e
+                WHERE e.parent_id = n.id AND e.child_id = %(join)s AND e.dynamic)
+  FROM (SELECT id, node_key, meta FROM queue_engine_job
+         WHERE flow_id = %(flow)s AND node_key = ANY(%(keys)s::varchar[])
+        UNION ALL
+        SELECT id, node_key, meta FROM queue_engine_jobrecord
+         WHERE flow_id = %(flow)s AND node_key = ANY(%(keys)s::varchar[])) n
+"""

@@ -1,0 +1,143 @@
+"""Pieces more than one statement shares, each defined once, and the helpers that turn
+statements into what psycopg and the worker's prepared statements take.
+"""
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+# psycopg parses a query's %(name)s placeholders once and caches the result, but only
+# for texts of up to 4,096 bytes: a longer one is parsed again on every execute. (The
+# worker's statements are prepared by name instead: see worker/script.py.)
+CACHEABLE_BYTES = 4096
+
+
+_NAMED = re.compile(r"%\((\w+)\)s")
+
+
+def numbered(statement: str) -> tuple[str, list[str]]:
+    """A statement with %(name)s placeholders as $n text, and the names in $n order: for
+    a server-prepared statement, or a psycopg RawCursor that skips the conversion."""
+    if "%%" in statement:
+        raise ValueError("a literal % is not supported here")
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key not in names:
+            names.append(key)
+        return f"${names.index(key) + 1}"
+
+    return _NAMED.sub(number, statement), names
+
+
+def array_literal(values: Iterable[Any]) -> str:
+    """A list of ints, floats, strings and Nones as Postgres array text, for parameters a
+    statement casts (`%(ids)s::bigint[]`, `%(results)s::jsonb[]`) or for COPY. psycopg's
+    list dumper inspects every element to pick a type: a tenth of the worker's time in
+    a drain."""
+    parts = []
+    for value in values:
+        if value is None:
+            parts.append("NULL")
+        elif type(value) is int or type(value) is float:
+            parts.append(repr(value))
+        else:
+            parts.append('"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"')
+    return "{" + ",".join(parts) + "}"
+
+
+# Columns a job keeps when it moves between the live and the history table.
+MOVED = (
+    "id, queue, kind, name, priority, payload, attempt, max_attempts, backoff, errors, "
+    "dedup_key, group_key, labels, flow_id, node_key, meta, progress, progress_message, "
+    "rescues, run_at, created_at, started_at"
+)
+
+
+# Settles and renewals name their rows by id, and read each row's token and values
+# from the batch's arrays at its position (`AT`): no join for a plan to get wrong. A
+# generic plan of the join it replaced, made when the table held few running jobs,
+# walked every running job in a nested loop and unnested the arrays again for each:
+# 16 ms for a settle of 100 (128 ms for a fan-out's root), on the lane connections
+# that happened to plan it that way, for as long as they lived. (A batch never names a
+# job twice.)
+def at(alias: str) -> str:
+    """The position in the batch's arrays of the row `alias` names."""
+    return f"array_position(%(ids)s::bigint[], {alias}.id)"
+
+
+AT = at("j")
+
+
+FENCED = f"""j.id = ANY(%(ids)s::bigint[]) AND j.state = 'running'
+       AND j.claim_token = (%(tokens)s::bigint[])[{AT}]"""
+
+
+# Succeeded: move fenced rows (still running under our token) to history. The two
+# halves are shared with sql.SETTLE_SUCCEEDED_FLOW.
+SUCCEEDED_DONE = f"""done AS (
+    DELETE FROM queue_engine_job j
+     WHERE {FENCED}
+    RETURNING j.*, (%(results)s::jsonb[])[{AT}] AS d_result
+)"""
+
+
+SUCCEEDED_MOVE = f"""
+INSERT INTO queue_engine_jobrecord ({MOVED}, state, result, worker, finished_at)
+SELECT {MOVED}, 'succeeded', d_result, lease_owner, now() FROM done
+RETURNING id"""
+
+
+DELAY = f"(%(delays)s::float8[])[{AT}]"
+
+
+# A job an operator asked to stop (OPS_REQUEST_CANCEL) does not run again.
+CANCEL_NOT_REQUESTED = "NOT j.meta ? 'cancel_requested'"
+
+
+# Redrive ended jobs back into the live table with fresh attempts. Errors are
+# kept for the record. A dedup key already held by a live job (or by an earlier
+# job in the same batch) is dropped so the redrive cannot collide.
+def back_to_live(rows: str, counter: str) -> str:
+    """The columns dedup_key to meta of ended jobs going back to the live table (a
+    redrive, a flow's requeue), read from `rows`, which numbers each (kind, dedup key)
+    in `nth`: the dedup key only if no live job (nor an earlier row) holds it, and the
+    meta without an operator's stop request, with `counter` counted up."""
+    return f"""CASE WHEN dedup_key IS NULL OR nth > 1 OR EXISTS (
+                SELECT 1 FROM queue_engine_job l WHERE l.kind = {rows}.kind
+                   AND l.dedup_key = {rows}.dedup_key) THEN NULL ELSE dedup_key END,
+       group_key, labels, flow_id, node_key,
+       (meta - 'cancel_requested')
+           || jsonb_build_object('{counter}', COALESCE((meta->>'{counter}')::int, 0) + 1)"""
+
+
+DATABASE_NOW = "SELECT now()"
+
+
+# The instant every metric bucket and series point is aligned to (date_bin's origin).
+BUCKET_ORIGIN = "TIMESTAMPTZ '2000-01-01 00:00:00+00'"
+
+# A finished job's wait (from run_at to the start of its last attempt) and run (from
+# that start to its finish), in seconds; both NULL for a job that never started
+# (GREATEST alone would turn NULL into 0). Reads history rows' columns.
+WAIT_AND_RUN = """CASE WHEN started_at IS NOT NULL
+                THEN GREATEST(EXTRACT(epoch FROM started_at - run_at), 0)
+           END::float8 AS wait,
+           CASE WHEN started_at IS NOT NULL
+                THEN GREATEST(EXTRACT(epoch FROM finished_at - started_at), 0)
+           END::float8 AS run"""
+
+# A minute bucket's figures from its history rows (state, attempt, and WAIT_AND_RUN's
+# wait and run): succeeded, failed, cancelled, retried, timed, wait_sum, run_sum and
+# the wait and run percentiles, in the metric bucket's column order.
+MINUTE_FIGURES = """count(*) FILTER (WHERE state = 'succeeded'),
+       count(*) FILTER (WHERE state = 'failed'),
+       count(*) FILTER (WHERE state = 'cancelled'),
+       COALESCE(sum(GREATEST(attempt - 1, 0)), 0),
+       count(wait),
+       COALESCE(sum(wait), 0), COALESCE(sum(run), 0),
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY wait),
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY wait),
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY run),
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY run)"""

@@ -1,0 +1,117 @@
+"""Retention (deleting ended jobs past their window) and the metrics rollup."""
+
+from queue_engine.sql.fragments import BUCKET_ORIGIN, MINUTE_FIGURES, WAIT_AND_RUN
+
+RETENTION_WINDOWS = """
+SELECT name, retain_succeeded, retain_failed, retain_cancelled
+  FROM queue_engine_queueconfig
+ ORDER BY name
+"""
+
+
+# The end of a queue's window for one state: rows that ended before it go, except
+# those the metrics rollup may still read (within a minute of its watermark, or after).
+# NULL, so that nothing goes, until the rollup has a watermark: LEAST alone would
+# skip a NULL watermark and delete rows the rollup never counted.
+_RETENTION_CUTOFF = """(SELECT LEAST(now() - make_interval(secs => %(keep)s),
+                         rolled_up_to - interval '1 minute')
+          FROM queue_engine_rollupstate
+         WHERE name = 'metrics' AND rolled_up_to IS NOT NULL)"""
+
+
+RETENTION_CUTOFF = f"SELECT {_RETENTION_CUTOFF}"
+
+
+# One batch of a queue's ended jobs of one state that are past the cutoff (and,
+# when given, ended after %(since)s: older ones were swept already), with their
+# log lines. Locked rows (being redriven) are skipped. No ORDER BY: finished_at
+# has a BRIN index, which cannot sort, and any expired rows will do.
+DELETE_EXPIRED_BATCH = f"""
+WITH doomed AS (
+    SELECT id FROM queue_engine_jobrecord
+     WHERE queue = %(queue)s AND state = %(state)s
+       AND finished_at < {_RETENTION_CUTOFF}
+       AND (%(since)s::timestamptz IS NULL OR finished_at >= %(since)s)
+       -- A running flow still needs its ended nodes: their outputs, for the children
+       -- still to run. They go once the flow has ended.
+       AND (flow_id IS NULL OR NOT EXISTS (
+                SELECT 1 FROM queue_engine_flow f WHERE f.id = flow_id AND f.state = 'running'))
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+), logs AS (
+    DELETE FROM queue_engine_joblog l USING doomed WHERE l.job_id = doomed.id
+)
+DELETE FROM queue_engine_jobrecord r USING doomed WHERE r.id = doomed.id
+RETURNING r.id
+"""
+
+
+ENSURE_ROLLUP_STATE = """
+INSERT INTO queue_engine_rollupstate (name, rolled_up_to) VALUES ('metrics', NULL)
+ON CONFLICT (name) DO NOTHING
+"""
+
+
+# The watermark, locked for the rollup's transaction, and the database clock.
+LOCK_ROLLUP_STATE = """
+SELECT rolled_up_to, now() FROM queue_engine_rollupstate WHERE name = 'metrics' FOR UPDATE
+"""
+
+
+OLDEST_FINISHED = "SELECT min(finished_at) FROM queue_engine_jobrecord"
+
+
+SET_ROLLED_UP_TO = """
+UPDATE queue_engine_rollupstate SET rolled_up_to = %s WHERE name = 'metrics'
+"""
+
+
+DELETE_BUCKETS = """
+DELETE FROM queue_engine_metricbucket
+ WHERE size = %(size)s AND bucket >= %(start)s AND bucket < %(end)s
+"""
+
+
+# Minute buckets recomputed from the history rows that finished in [start, end), with
+# the same arithmetic as the live tail of reads.SERIES (fragments.MINUTE_FIGURES).
+INSERT_MINUTE_BUCKETS = f"""
+INSERT INTO queue_engine_metricbucket
+       (size, bucket, queue, kind, succeeded, failed, cancelled, retried, timed,
+        wait_sum, run_sum, wait_p50, wait_p95, run_p50, run_p95)
+SELECT 60, date_bin('1 minute', finished_at, {BUCKET_ORIGIN}), queue, kind,
+       {MINUTE_FIGURES}
+  FROM (SELECT finished_at, queue, kind, state, attempt,
+               {WAIT_AND_RUN}
+          FROM queue_engine_jobrecord
+         WHERE finished_at >= %(start)s AND finished_at < %(end)s) r
+ GROUP BY 2, 3, 4
+"""
+
+
+# Hour buckets recomputed from their minute buckets; percentiles are the
+# timed-weighted means of the minutes' percentiles (an approximation).
+INSERT_HOUR_BUCKETS = f"""
+INSERT INTO queue_engine_metricbucket
+       (size, bucket, queue, kind, succeeded, failed, cancelled, retried, timed,
+        wait_sum, run_sum, wait_p50, wait_p95, run_p50, run_p95)
+SELECT 3600, date_bin('1 hour', bucket, {BUCKET_ORIGIN}), queue, kind,
+       sum(succeeded), sum(failed), sum(cancelled), sum(retried), sum(timed),
+       sum(wait_sum), sum(run_sum),
+       sum(wait_p50 * timed) / NULLIF(sum(timed), 0),
+       sum(wait_p95 * timed) / NULLIF(sum(timed), 0),
+       sum(run_p50 * timed) / NULLIF(sum(timed), 0),
+       sum(run_p95 * timed) / NULLIF(sum(timed), 0)
+  FROM queue_engine_metricbucket
+ WHERE size = 60 AND bucket >= %(start)s AND bucket < %(end)s
+ GROUP BY 2, 3, 4
+"""
+
+
+# Old buckets of one size, a batch at a time (minute buckets serve windows up to
+# a day, hour buckets the longer ones).
+PRUNE_BUCKETS = """
+DELETE FROM queue_engine_metricbucket
+ WHERE id IN (SELECT id FROM queue_engine_metricbucket
+               WHERE size = %(size)s AND bucket < now() - make_interval(secs => %(keep)s)
+               LIMIT %(limit)s)
+"""

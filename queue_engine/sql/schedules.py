@@ -1,0 +1,39 @@
+"""Schedules: declarations serialised by name, and the due ones fired by the leader."""
+
+# Serialises declarations of one schedule name (workers start together and each
+# declares the settings' schedules), for the rest of the transaction.
+LOCK_SCHEDULE_NAME = (
+    "SELECT pg_advisory_xact_lock(hashtextextended('queue_engine.schedule:' || %s, 0))"
+)
+
+
+# Enabled schedules whose next fire time has come, locked: a second firer (a
+# leader that does not know yet it was replaced) skips them instead of firing twice.
+# A cheap probe, outside any transaction: is any schedule due at all?
+ANY_DUE_SCHEDULE = """
+SELECT EXISTS (SELECT 1 FROM queue_engine_schedule WHERE enabled AND next_fire_at <= now())
+"""
+
+
+SELECT_DUE_SCHEDULES = """
+SELECT id, name, kind, payload, queue, priority, every, cron, timezone, missed_fire_policy,
+       next_fire_at, now()
+  FROM queue_engine_schedule
+ WHERE enabled AND next_fire_at <= now()
+ ORDER BY next_fire_at
+ LIMIT %(limit)s
+   FOR UPDATE SKIP LOCKED
+"""
+
+
+# Move a schedule past the fire time it was due at, in the transaction that
+# enqueued its job; fenced on the fire time read, so one fire time fires once.
+ADVANCE_SCHEDULE = """
+UPDATE queue_engine_schedule
+   SET next_fire_at = %(next_fire_at)s,
+       last_fire_at = COALESCE(%(fired_at)s, last_fire_at),
+       last_job_id = COALESCE(%(job_id)s, last_job_id),
+       last_error = %(error)s,
+       updated_at = now()
+ WHERE id = %(id)s AND next_fire_at = %(expected)s
+"""

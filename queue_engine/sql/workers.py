@@ -1,0 +1,22 @@
+"""The workers' own registrations, which the console lists."""
+
+REGISTER_WORKER = """
+INSERT INTO queue_engine_workerprocess
+       (id, host, pid, queues, labels, concurrency, in_flight, is_leader, started_at, heartbeat_at)
+VALUES (%(id)s, %(host)s, %(pid)s, %(queues)s::varchar[], %(labels)s::varchar[],
+        %(concurrency)s, 0, false, now(), now())
+ON CONFLICT (id) DO UPDATE
+   SET host = EXCLUDED.host, pid = EXCLUDED.pid, queues = EXCLUDED.queues,
+       labels = EXCLUDED.labels, concurrency = EXCLUDED.concurrency,
+       started_at = now(), heartbeat_at = now(), in_flight = 0
+"""
+
+
+WORKER_HEARTBEAT = """
+UPDATE queue_engine_workerprocess
+   SET heartbeat_at = now(), in_flight = %(in_flight)s, is_leader = %(is_leader)s
+ WHERE id = %(id)s
+"""
+
+
+UNREGISTER_WORKER = "DELETE FROM queue_engine_workerprocess WHERE id = %s"
