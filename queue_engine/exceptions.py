@@ -96,3 +96,21 @@ class ScheduleError(ValueError):
 
 class OpsError(ValueError):
     """An operator action that cannot be done as asked; nothing changed."""
+
+
+class FilterError(ValueError):
+    """A read asked with a filter or a page it cannot answer; the message says what to
+    change."""
+
+
+class NarrowFilter(FilterError):
+    """A console or API read ran past CONSOLE_STATEMENT_TIMEOUT: narrow the filter."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(
+            message
+            or (
+                "This query took too long on a table this size: narrow the filter "
+                "(a queue, a state, a kind or a shorter time range) and try again."
+            )
+        )

@@ -13,7 +13,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.utils import timezone
 
-from queue_engine import ops, tracking
+from queue_engine import ops, reads
 from queue_engine.console.roles import ensure_roles
 from queue_engine.flows import Flow
 from queue_engine.models import AuditEvent, Job, JobRecord
@@ -123,9 +123,9 @@ def test_flows_list_pages_by_id(as_role: Callable[[str], Client]) -> None:
     for flow_id in ids:
         assert FlowRow.objects.filter(pk=flow_id).exists()
 
-    first = tracking.list_flows(limit=2)
-    second = tracking.list_flows(before=first.older, limit=2)
-    back = tracking.list_flows(after=second.newer, limit=2)
+    first = reads.list_flows(limit=2)
+    second = reads.list_flows(before=first.older, limit=2)
+    back = reads.list_flows(after=second.newer, limit=2)
 
     assert [f.id for f in first.flows] == ids[:-3:-1]
     assert [f.id for f in second.flows] == [ids[2], ids[1]]
@@ -212,15 +212,15 @@ def test_big_flows_draw_the_first_nodes_and_count_them_all(
     flow.fan_out(
         "leaf",
         jobs.node,
-        [{"label": str(i)} for i in range(tracking.MAX_FLOW_NODES + 20)],
+        [{"label": str(i)} for i in range(reads.MAX_FLOW_NODES + 20)],
         depends_on=["root"],
     )
     flow_id = flow.submit()
 
     html = page(as_role("viewer"), f"/flows/{flow_id}/")
 
-    assert len(graph_data(html)["nodes"]) == tracking.MAX_FLOW_NODES
-    assert f"This flow has {tracking.MAX_FLOW_NODES + 21} nodes" in html
+    assert len(graph_data(html)["nodes"]) == reads.MAX_FLOW_NODES
+    assert f"This flow has {reads.MAX_FLOW_NODES + 21} nodes" in html
 
 
 def test_names_and_keys_come_out_escaped(as_role: Callable[[str], Client]) -> None:

@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from queue_engine import tracking
+from queue_engine import reads
 from queue_engine.models import AuditEvent, Job, JobRecord, QueueConfig
 from tests import console_data, jobs
 from tests.console_data import XSS, ConsoleData
@@ -296,7 +296,7 @@ def test_queue_page_shows_counts_and_config(viewer: Client, data: ConsoleData) -
 def test_live_counts_of_a_table_too_large_to_count_are_marked_as_estimates(
     viewer: Client, data: ConsoleData
 ) -> None:
-    jobs.noop.using(queue="big").enqueue_many([{}] * (tracking.LIVE_SCAN + 1))
+    jobs.noop.using(queue="big").enqueue_many([{}] * (reads.LIVE_SCAN + 1))
 
     queue_page = viewer.get("/queues/big/").content.decode()
     overview = viewer.get("/").content.decode()
@@ -312,7 +312,7 @@ def test_oldest_waiting_job_is_found_whatever_its_priority(data: ConsoleData) ->
 
     from django.utils import timezone
 
-    from queue_engine.console.queries import queue_stats
+    from queue_engine.reads import queue_stats
 
     now = timezone.now()
     for priority, minutes in ((50, 1), (0, 30), (-20, 5), (0, 2)):
@@ -785,15 +785,13 @@ def test_a_page_past_the_statement_timeout_asks_to_narrow_it(
 ) -> None:  # type: ignore[no-untyped-def]
     from django.db import connection
 
-    from queue_engine.console import queries
-
     def slow_workers():  # type: ignore[no-untyped-def]
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_sleep(2)")
         return []
 
     settings.QUEUE_ENGINE = {**settings.QUEUE_ENGINE, "CONSOLE_STATEMENT_TIMEOUT": 0.2}
-    monkeypatch.setattr(queries, "workers", slow_workers)
+    monkeypatch.setattr(reads, "workers", slow_workers)
 
     response = viewer.get("/workers/")
 

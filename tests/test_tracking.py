@@ -13,9 +13,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from queue_engine import tracking
+from queue_engine import reads
 from queue_engine.models import Job, JobRecord, QueueConfig
-from queue_engine.tracking import JobFilter, TrackingError
+from queue_engine.reads import FilterError, JobFilter
 from queue_engine.worker.services import roll_up
 from tests import jobs
 from tests.services import run_service
@@ -38,15 +38,15 @@ def test_queue_counts_are_exact_under_the_cap_and_estimated_above_it(conninfo: s
     )
     run_service(conninfo, roll_up)
 
-    exact = {c.queue: c for c in tracking.queue_counts()}
-    capped = tracking.queue_counts("q1", cap=10)[0]
+    exact = {c.queue: c for c in reads.queue_counts()}
+    capped = reads.queue_counts("q1", cap=10)[0]
 
-    assert exact["q1"].states["available"] == tracking.StateCount(1, True)
+    assert exact["q1"].states["available"] == reads.StateCount(1, True)
     assert exact["q1"].states["scheduled"].count == 1 and exact["q1"].live == 2
-    assert exact["q1"].states["succeeded"] == tracking.StateCount(30, True)
+    assert exact["q1"].states["succeeded"] == reads.StateCount(30, True)
     assert exact["q2"].paused and exact["q2"].live == 0
-    assert capped.states["succeeded"] == tracking.StateCount(30, False)  # from the rollup
-    assert capped.states["failed"] == tracking.StateCount(1, True)
+    assert capped.states["succeeded"] == reads.StateCount(30, False)  # from the rollup
+    assert capped.states["failed"] == reads.StateCount(1, True)
 
 
 def live_jobs(queue: str, state: str, n: int) -> None:
@@ -64,21 +64,21 @@ def test_live_counts_past_the_scan_limit_are_capped_or_estimated() -> None:
     live_jobs("small", "available", 2)
     live_jobs("small", "scheduled", 1)
 
-    everything = {c.queue: c.states for c in tracking.queue_counts(cap=5)}
-    bounded = {c.queue: c.states for c in tracking.queue_counts(cap=5, scan=40)}
-    one = tracking.queue_counts("small", cap=5, scan=40)
+    everything = {c.queue: c.states for c in reads.queue_counts(cap=5)}
+    bounded = {c.queue: c.states for c in reads.queue_counts(cap=5, scan=40)}
+    one = reads.queue_counts("small", cap=5, scan=40)
 
-    assert everything["big"]["available"] == tracking.StateCount(30, True)  # 66 jobs <= scan
-    assert everything["big"]["blocked"] == tracking.StateCount(10, True)
+    assert everything["big"]["available"] == reads.StateCount(30, True)  # 66 jobs <= scan
+    assert everything["big"]["blocked"] == reads.StateCount(10, True)
     big, small = bounded["big"], bounded["small"]
     assert big["available"].count >= 6 and not big["available"].exact  # above the cap
-    assert big["running"] == tracking.StateCount(3, True)  # under it, through the index
-    assert small["available"] == tracking.StateCount(2, True)
-    assert small["running"] == tracking.StateCount(0, True)
-    assert big["scheduled"] == tracking.StateCount(20, True)  # 21 scheduled <= scan
-    assert small["scheduled"] == tracking.StateCount(1, True)
+    assert big["running"] == reads.StateCount(3, True)  # under it, through the index
+    assert small["available"] == reads.StateCount(2, True)
+    assert small["running"] == reads.StateCount(0, True)
+    assert big["scheduled"] == reads.StateCount(20, True)  # 21 scheduled <= scan
+    assert small["scheduled"] == reads.StateCount(1, True)
     assert big["blocked"].count >= 6 and not big["blocked"].exact  # above the cap
-    assert small["blocked"] == tracking.StateCount(0, True)  # under it, through the index
+    assert small["blocked"] == reads.StateCount(0, True)  # under it, through the index
     assert [c.queue for c in one] == ["small"] and one[0].states == small
 
 
@@ -97,7 +97,7 @@ def test_live_counts_past_the_scan_limit_are_capped_or_estimated() -> None:
     ],
 )
 def test_every_window_gets_a_step_giving_at_most_200_points(window, step, points) -> None:  # type: ignore[no-untyped-def]
-    series = tracking.metric_series(window)
+    series = reads.metric_series(window)
 
     assert series.step == timedelta(seconds=step)
     assert len(series.points) in (points, points + 1)
@@ -108,26 +108,26 @@ def test_every_window_gets_a_step_giving_at_most_200_points(window, step, points
 
 @pytest.mark.parametrize("window", [timedelta(minutes=5), timedelta(days=31)])
 def test_windows_outside_15_minutes_to_30_days_are_refused(window: timedelta) -> None:
-    with pytest.raises(TrackingError, match="from 15 minutes to 30 days"):
-        tracking.metric_series(window)
+    with pytest.raises(FilterError, match="from 15 minutes to 30 days"):
+        reads.metric_series(window)
 
 
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: tracking.metric_series(900), "A series window is a timedelta"),  # type: ignore[arg-type]
-        (lambda: tracking.metric_series("1h"), "not str '1h'"),  # type: ignore[arg-type]
+        (lambda: reads.metric_series(900), "A series window is a timedelta"),  # type: ignore[arg-type]
+        (lambda: reads.metric_series("1h"), "not str '1h'"),  # type: ignore[arg-type]
         (
-            lambda: tracking.metric_series(timedelta(hours=1), queue=5),  # type: ignore[arg-type]
+            lambda: reads.metric_series(timedelta(hours=1), queue=5),  # type: ignore[arg-type]
             "A series queue is a queue name or None, not 5.",
         ),
         (
-            lambda: tracking.metric_series(timedelta(hours=1), kind=["a"]),  # type: ignore[arg-type]
+            lambda: reads.metric_series(timedelta(hours=1), kind=["a"]),  # type: ignore[arg-type]
             "A series kind is a job kind name or None",
         ),
-        (lambda: tracking.queue_series(3600, ["a"]), "A series window is a timedelta"),  # type: ignore[arg-type]
+        (lambda: reads.queue_series(3600, ["a"]), "A series window is a timedelta"),  # type: ignore[arg-type]
         (
-            lambda: tracking.queue_series(timedelta(hours=1), "emails"),
+            lambda: reads.queue_series(timedelta(hours=1), "emails"),
             "takes a list of queue names, such as ['emails'], not 'emails'.",
         ),
     ],
@@ -135,7 +135,7 @@ def test_windows_outside_15_minutes_to_30_days_are_refused(window: timedelta) ->
 def test_bad_series_arguments_raise_tracking_error_saying_what_to_give(
     call: Callable[[], Any], message: str
 ) -> None:
-    with pytest.raises(TrackingError) as caught:
+    with pytest.raises(FilterError) as caught:
         call()
 
     assert message in str(caught.value)
@@ -151,8 +151,8 @@ def test_series_stitch_the_rollup_with_the_live_tail(conninfo: str) -> None:
     tail = [record(database_now(), queue="s", state="failed", run=4.0, wait=1.0) for _ in range(3)]
     JobRecord.objects.bulk_create(tail)
 
-    series = tracking.metric_series(timedelta(hours=1), queue="s")
-    other = tracking.metric_series(timedelta(hours=1), queue="nothing-here")
+    series = reads.metric_series(timedelta(hours=1), queue="s")
+    other = reads.metric_series(timedelta(hours=1), queue="nothing-here")
 
     assert sum(p.succeeded for p in series.points) == len(rolled)
     assert sum(p.failed for p in series.points) == 3 and series.points[-1].failed == 3
@@ -172,15 +172,15 @@ def test_queue_series_reads_each_queues_series_at_once(conninfo: str) -> None:
     JobRecord.objects.bulk_create([record(database_now(), queue="b")])  # the live tail
     window = timedelta(hours=1)
 
-    series = tracking.queue_series(window, ["a", "b", "nothing-here", "a"])
+    series = reads.queue_series(window, ["a", "b", "nothing-here", "a"])
 
     assert list(series) == ["a", "b", "nothing-here"]
     for name in ("a", "b", "nothing-here"):
-        assert series[name] == tracking.metric_series(window, queue=name)
+        assert series[name] == reads.metric_series(window, queue=name)
     assert sum(p.ended for p in series["a"].points) == 13
     assert sum(p.failed for p in series["b"].points) == 2
     assert sum(p.succeeded for p in series["b"].points) == 1
-    assert tracking.queue_series(window, []) == {}
+    assert reads.queue_series(window, []) == {}
 
 
 # --- job list -------------------------------------------------------------------------------
@@ -216,18 +216,18 @@ def mixed_jobs() -> list[int]:
 def every_page(where: JobFilter | None = None, limit: int = 25) -> list[int]:
     where = where or JobFilter()
     seen: list[int] = []
-    page = tracking.list_jobs(where, limit=limit)
+    page = reads.list_jobs(where, limit=limit)
     while True:
         seen += [j.id for j in page.jobs]
         if page.older is None:
             return seen
-        page = tracking.list_jobs(where, before=page.older, limit=limit)
+        page = reads.list_jobs(where, before=page.older, limit=limit)
 
 
 def test_keyset_pages_cover_live_and_ended_jobs_once_newest_first(mixed_jobs: list[int]) -> None:
-    first = tracking.list_jobs(limit=25)
-    second = tracking.list_jobs(before=first.older, limit=25)
-    back = tracking.list_jobs(after=second.newer, limit=25)
+    first = reads.list_jobs(limit=25)
+    second = reads.list_jobs(before=first.older, limit=25)
+    back = reads.list_jobs(after=second.newer, limit=25)
 
     assert every_page() == mixed_jobs
     assert first.newer is None and second.newer == second.jobs[0].id
@@ -275,20 +275,20 @@ def test_a_time_range_bounds_end_times_of_ended_jobs(
 
 
 def listed(_: int) -> list[tuple[int, str]]:
-    return [(j.id, j.state) for j in tracking.list_jobs().jobs]
+    return [(j.id, j.state) for j in reads.list_jobs().jobs]
 
 
 def found(job_id: int) -> list[tuple[int, str]]:
-    from queue_engine.console import queries
+    from queue_engine import reads
 
-    job = queries.find_job(job_id)
+    job = reads.find_job(job_id)
     return [] if job is None else [(job.id, job.state)]
 
 
 def states(job_id: int) -> list[tuple[int, str]]:
-    from queue_engine.console import queries
+    from queue_engine import reads
 
-    return sorted(queries.job_states([job_id]).items())
+    return sorted(reads.job_states([job_id]).items())
 
 
 @pytest.mark.parametrize(
@@ -351,9 +351,9 @@ def test_text_filter_matches_an_unnamed_jobs_kind_as_displayed() -> None:
         id=named.id + 2, kind="app.other", queue="q", name="invoice reminder"
     )
 
-    by_kind = tracking.list_jobs(JobFilter(text="SEND_INV"))
-    by_name = tracking.list_jobs(JobFilter(text="invoice"))
-    history_only = tracking.list_jobs(JobFilter(text="send_inv", state="succeeded"))
+    by_kind = reads.list_jobs(JobFilter(text="SEND_INV"))
+    by_name = reads.list_jobs(JobFilter(text="invoice"))
+    history_only = reads.list_jobs(JobFilter(text="send_inv", state="succeeded"))
 
     assert [j.display_name for j in by_kind.jobs] == ["app.send_invoice", "app.send_invoice"]
     assert {j.id for j in by_kind.jobs} == {waiting.id, unnamed.id}
@@ -369,47 +369,47 @@ def test_unindexed_filters_search_bounded_id_ranges_and_say_where_to_go_on() -> 
     JobRecord.objects.bulk_create([*sparse, record(now, queue="q")])  # ids 10, 60k, 120k, 1M+
     where = JobFilter(text="needle")
 
-    pages = [tracking.list_jobs(where, limit=10)]
+    pages = [reads.list_jobs(where, limit=10)]
     while pages[-1].older is not None:
-        pages.append(tracking.list_jobs(where, before=pages[-1].older, limit=10))
-    back = tracking.list_jobs(where, after=10, limit=10)
+        pages.append(reads.list_jobs(where, before=pages[-1].older, limit=10))
+    back = reads.list_jobs(where, after=10, limit=10)
 
     assert [j.id for p in pages for j in p.jobs] == [120_010, 60_010, 10]
     assert all(p.partial for p in pages[:-1]) and not pages[-1].partial
     assert len(pages) > 3  # some pages searched a range holding no match at all
-    assert back.partial and back.jobs == [] and back.newer == 10 + tracking.SCAN_IDS
+    assert back.partial and back.jobs == [] and back.newer == 10 + reads.SCAN_IDS
 
 
 def test_bad_list_requests_say_what_to_do() -> None:
-    with pytest.raises(TrackingError, match="Unknown state 'done'"):
-        tracking.list_jobs(JobFilter(state="done"))  # type: ignore[arg-type]
-    with pytest.raises(TrackingError, match="before or after, not both"):
-        tracking.list_jobs(before=5, after=1)
+    with pytest.raises(FilterError, match="Unknown state 'done'"):
+        reads.list_jobs(JobFilter(state="done"))  # type: ignore[arg-type]
+    with pytest.raises(FilterError, match="before or after, not both"):
+        reads.list_jobs(before=5, after=1)
 
 
 @pytest.mark.parametrize(
     ("call", "message"),
     [
         (
-            lambda: tracking.list_jobs(
+            lambda: reads.list_jobs(
                 JobFilter(since=datetime(2026, 1, 1), until=datetime(2026, 1, 2))
             ),
             "since must be a datetime with a time zone",
         ),
-        (lambda: tracking.list_jobs(before="x"), "before must be a job id"),  # type: ignore[arg-type]
-        (lambda: tracking.list_jobs(after=10**20), "after must be a job id"),
-        (lambda: tracking.list_jobs(JobFilter(text="a\x00b")), "text filter must be text"),
+        (lambda: reads.list_jobs(before="x"), "before must be a job id"),  # type: ignore[arg-type]
+        (lambda: reads.list_jobs(after=10**20), "after must be a job id"),
+        (lambda: reads.list_jobs(JobFilter(text="a\x00b")), "text filter must be text"),
         (
-            lambda: tracking.list_jobs(JobFilter(payload={"a": {1}})),
+            lambda: reads.list_jobs(JobFilter(payload={"a": {1}})),
             "the payload filter .*set",
         ),
-        (lambda: tracking.queue_counts(5), "queue must be a queue name"),  # type: ignore[arg-type]
+        (lambda: reads.queue_counts(5), "queue must be a queue name"),  # type: ignore[arg-type]
     ],
 )
 def test_bad_filters_are_tracking_errors_not_tracebacks(
     call: Callable[[], object], message: str
 ) -> None:
-    with pytest.raises(TrackingError, match=message):
+    with pytest.raises(FilterError, match=message):
         call()
 
 
@@ -488,7 +488,7 @@ def test_tracking_answers_on_a_million_ended_jobs_in_under_100_ms(conninfo: str)
     )
     now = database_now()
 
-    counts = timed("queue_counts()", tracking.queue_counts)
+    counts = timed("queue_counts()", reads.queue_counts)
     by_queue = {c.queue: c for c in counts}
     exact = JobRecord.objects.filter(queue="media", state="succeeded").count()
     assert by_queue["media"].states["succeeded"].exact is False
@@ -502,16 +502,16 @@ def test_tracking_answers_on_a_million_ended_jobs_in_under_100_ms(conninfo: str)
         timedelta(days=7),
         timedelta(days=30),
     ):
-        series = timed(f"metric_series({window})", partial(tracking.metric_series, window))
+        series = timed(f"metric_series({window})", partial(reads.metric_series, window))
         assert series.points
     month = timed(
         "metric_series(30 days, queue=billing)",
-        lambda: tracking.metric_series(timedelta(days=30), queue="billing"),
+        lambda: reads.metric_series(timedelta(days=30), queue="billing"),
     )
     assert sum(p.ended for p in month.points) == pytest.approx(n / 4, rel=0.02)
 
-    first = timed("list_jobs()", tracking.list_jobs)
-    timed("list_jobs(before=...)", lambda: tracking.list_jobs(before=first.older))
+    first = timed("list_jobs()", reads.list_jobs)
+    timed("list_jobs(before=...)", lambda: reads.list_jobs(before=first.older))
     for where in (
         JobFilter(queue="billing", state="failed"),
         JobFilter(state="cancelled"),
@@ -526,7 +526,7 @@ def test_tracking_answers_on_a_million_ended_jobs_in_under_100_ms(conninfo: str)
             until=now - timedelta(days=12),
         ),
     ):
-        page = timed(f"list_jobs({where})", partial(tracking.list_jobs, where))
+        page = timed(f"list_jobs({where})", partial(reads.list_jobs, where))
         assert page.jobs
 
     # A rare text: each page searches SCAN_IDS ids, fast; following `older` finds every match.
@@ -535,7 +535,7 @@ def test_tracking_answers_on_a_million_ended_jobs_in_under_100_ms(conninfo: str)
         JobRecord.objects.filter(name__contains="job 4242").values_list("id", flat=True),
         reverse=True,
     )
-    found, page, slowest = [], tracking.list_jobs(needle), 0.0
+    found, page, slowest = [], reads.list_jobs(needle), 0.0
     while True:
         found += [j.id for j in page.jobs]
         if page.older is None:
@@ -546,7 +546,7 @@ def test_tracking_answers_on_a_million_ended_jobs_in_under_100_ms(conninfo: str)
         before, took = page.older, []
         for _ in range(2):
             started = time.perf_counter()
-            page = tracking.list_jobs(needle, before=before)
+            page = reads.list_jobs(needle, before=before)
             took.append(time.perf_counter() - started)
         slowest = max(slowest, min(took))
     print(f"\n=== text 'job 4242': {len(found)} matches, slowest page {slowest * 1000:.1f} ms")
@@ -577,8 +577,8 @@ def test_queue_counts_stay_bounded_on_a_million_live_jobs() -> None:
     live_jobs("tiny", "running", 2)
     live_jobs("tiny", "scheduled", 1)
 
-    counts = {c.queue: c.states for c in timed("queue_counts()", tracking.queue_counts)}
-    tiny = timed("queue_counts('tiny')", partial(tracking.queue_counts, "tiny"))[0].states
+    counts = {c.queue: c.states for c in timed("queue_counts()", reads.queue_counts)}
+    tiny = timed("queue_counts('tiny')", partial(reads.queue_counts, "tiny"))[0].states
     for queue, states in counts.items():
         print(queue, {s: f"{c.count}{'' if c.exact else '~'}" for s, c in states.items()})
 
@@ -586,7 +586,7 @@ def test_queue_counts_stay_bounded_on_a_million_live_jobs() -> None:
     assert counts["emails"]["available"].count == pytest.approx(0.6 * n, rel=0.15)
     assert counts["media"]["scheduled"].count == pytest.approx(0.3 * n, rel=0.25)
     assert counts["billing"]["blocked"].count == pytest.approx(0.09 * n, rel=0.5)
-    assert counts["reports"]["available"].count > tracking.COUNT_CAP
+    assert counts["reports"]["available"].count > reads.COUNT_CAP
     assert not any(
         counts[q][s].exact
         for q, s in [
@@ -596,9 +596,9 @@ def test_queue_counts_stay_bounded_on_a_million_live_jobs() -> None:
             ("reports", "available"),
         ]
     )
-    assert counts["reports"]["running"] == tracking.StateCount(1000, True)
+    assert counts["reports"]["running"] == reads.StateCount(1000, True)
     assert (tiny["available"], tiny["running"]) == (
-        tracking.StateCount(3, True),
-        tracking.StateCount(2, True),
+        reads.StateCount(3, True),
+        reads.StateCount(2, True),
     )
     assert counts["tiny"]["available"] == tiny["available"]

@@ -13,8 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from queue_engine import ops
-from queue_engine.console import queries
+from queue_engine import ops, reads
 
 Action = Literal["cancel", "retry", "remove", "redrive"]
 ACTIONS: tuple[Action, ...] = ("cancel", "retry", "remove", "redrive")
@@ -106,18 +105,18 @@ def parse_ids(values: list[str]) -> list[int]:
 
 
 def plan(action: Action, ids: list[int]) -> Plan:
-    states = queries.job_states(ids)
+    states = reads.job_states(ids)
     effects = EFFECTS[action]
     result = Plan(action)
     by_state: Counter[str] = Counter()
     skipped = 0
     left_out: set[int] = set()  # accepted by state, left out by ops all the same
     if action == "retry":
-        left_out = queries.succeeded_flow_nodes([i for i, s in states.items() if s == "succeeded"])
+        left_out = reads.succeeded_flow_nodes([i for i, s in states.items() if s == "succeeded"])
         if left_out:
             result.skipped.append((len(left_out), SUCCEEDED_FLOW_NODES))
     elif action == "cancel":
-        left_out = queries.stopping_jobs([i for i, s in states.items() if s == "running"])
+        left_out = reads.stopping_jobs([i for i, s in states.items() if s == "running"])
         if left_out:
             result.skipped.append((len(left_out), ALREADY_STOPPING))
     for job_id in ids:

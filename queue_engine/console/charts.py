@@ -1,4 +1,4 @@
-"""Charts drawn on the server as SVG geometry, from the metrics rollup (`tracking.metric_series`).
+"""Charts drawn on the server as SVG geometry, from the metrics rollup (`reads.metric_series`).
 
 No chart library: a throughput chart is stacked bars, a latency chart is lines,
 both in a fixed viewBox the stylesheet stretches to the panel's width.
@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from queue_engine import tracking
+from queue_engine import reads
 
 WIDTH, HEIGHT = 600, 140
 WINDOWS = {
@@ -62,7 +62,7 @@ def _nice(value: float) -> float:
     return next(step * power for step in (1, 2, 5, 10) if step * power >= value * 0.9999)
 
 
-def throughput(series: tracking.Series) -> Chart:
+def throughput(series: reads.Series) -> Chart:
     points = series.points
     top = _nice(max((p.succeeded + p.failed + p.cancelled for p in points), default=0))
     chart = Chart(series.start, series.end, top)
@@ -100,7 +100,7 @@ def throughput(series: tracking.Series) -> Chart:
     return chart
 
 
-def latency(series: tracking.Series) -> Chart:
+def latency(series: reads.Series) -> Chart:
     points = series.points
     wanted = [
         ("wait_p95", "wait p95"),
@@ -132,7 +132,7 @@ def latency(series: tracking.Series) -> Chart:
 
 
 def queue_charts(queue: str, window: str) -> tuple[Chart, Chart]:
-    series = tracking.metric_series(WINDOWS[window], queue=queue)
+    series = reads.metric_series(WINDOWS[window], queue=queue)
     return throughput(series), latency(series)
 
 
@@ -161,7 +161,7 @@ class Trend:
 def queue_trends(queues: list[str], window: timedelta = timedelta(hours=1)) -> dict[str, Trend]:
     """Per queue: what ended over the last hour, step by step, for the overview's sparklines."""
     trends = {}
-    for queue, series in tracking.queue_series(window, queues).items():
+    for queue, series in reads.queue_series(window, queues).items():
         ended = [p.ended for p in series.points]
         failed = [p.failed for p in series.points]
         trends[queue] = Trend(

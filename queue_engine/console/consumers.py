@@ -29,8 +29,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
 
-from queue_engine import tracking
-from queue_engine.console import queries, socket_access
+from queue_engine import reads
+from queue_engine.console import job_filters, socket_access
 from queue_engine.console.bridge import EVERYONE, OVERVIEW, bridge, flow_group, job_group
 from queue_engine.console.charts import Trend
 from queue_engine.console.roles import VIEW
@@ -172,9 +172,9 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         """`render` under CONSOLE_STATEMENT_TIMEOUT, as a page's queries run: an update
         whose queries run past it is skipped (the next hint or tick tries again)."""
         try:
-            with queries.time_limited():
+            with reads.time_limited():
                 return self.render(dirty)
-        except queries.NarrowFilter:
+        except reads.NarrowFilter:
             log.warning(
                 "%s: a live update ran past CONSOLE_STATEMENT_TIMEOUT and was skipped",
                 type(self).__name__,
@@ -242,7 +242,7 @@ class JobConsumer(LiveConsumer):
         return [EVERYONE, job_group(self.job_id)]
 
     def render(self, dirty: set[str]) -> str:
-        job = queries.find_job(self.job_id)
+        job = reads.find_job(self.job_id)
         if job is None:
             return format_html(
                 '<section id="job-state" class="panel" hx-swap-oob="true"><h1>Job {} is gone'
@@ -263,9 +263,9 @@ class JobConsumer(LiveConsumer):
                 self.fragment(f"console/job.html#{p}", context)
                 for p in ("job-result", "job-errors")
             ]
-        lines = queries.log_lines_after(self.job_id, self.last_log_id, limit=queries.LOG_TAIL + 1)
-        if len(lines) > queries.LOG_TAIL:
-            lines, cut = queries.log_tail(self.job_id)
+        lines = reads.log_lines_after(self.job_id, self.last_log_id, limit=reads.LOG_TAIL + 1)
+        if len(lines) > reads.LOG_TAIL:
+            lines, cut = reads.log_tail(self.job_id)
             parts.append(self.fragment("console/job.html#log-lines", log_context(lines, cut)))
         elif lines:
             parts.append(self.fragment("console/log_append.html", {"log_lines": lines}))
@@ -346,7 +346,7 @@ class JobsConsumer(LiveConsumer):
         if self.query is None:  # the page has not said what it shows yet
             return ""
         parts = []
-        for job_id, row in queries.job_rows(list(self.shown)).items():
+        for job_id, row in reads.job_rows(list(self.shown)).items():
             version = row_version(row)
             if self.shown[job_id] != version:
                 self.shown[job_id] = version
@@ -359,10 +359,10 @@ class JobsConsumer(LiveConsumer):
         assert self.query is not None
         if "before" in self.query or "after" in self.query:
             return []
-        filters = queries.JobFilters.from_query(self.query)
+        filters = job_filters.JobFilters.from_query(self.query)
         try:
-            newer = queries.newer_jobs(filters, after=max(self.shown, default=0))
-        except queries.NarrowFilter:
+            newer = job_filters.newer_jobs(filters, after=max(self.shown, default=0))
+        except reads.NarrowFilter:
             return []
         if newer == self.newer_sent:
             return []
@@ -375,6 +375,6 @@ class JobsConsumer(LiveConsumer):
         return [self.fragment("console/jobs.html#jobs-newer", context)]
 
 
-def row_version(row: tracking.JobRow) -> str:
+def row_version(row: reads.JobRow) -> str:
     """What the page's `data-version` holds for a row (see console/jobs.html#job-row)."""
     return f"{row.state}:{row.attempt}"

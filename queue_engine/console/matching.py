@@ -19,9 +19,9 @@ from django.db.models import Count, Max, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from queue_engine import job
+from queue_engine import job, reads, states
 from queue_engine.conf import option
-from queue_engine.console import actions, queries
+from queue_engine.console import actions, job_filters
 from queue_engine.models import Job, JobRecord
 
 BATCH = 1000
@@ -51,7 +51,7 @@ class MatchPlan:
         return self.count > SYNC_LIMIT
 
 
-def filter_params(filters: queries.JobFilters) -> dict[str, str]:
+def filter_params(filters: job_filters.JobFilters) -> dict[str, str]:
     """The filter as form fields, with the time range fixed to an absolute start."""
     since = filters.since()
     return {
@@ -79,7 +79,7 @@ def _matching(
         qs = qs.filter(name__icontains=params["q"])
     for field_name in ("payload", "meta"):
         if params.get(field_name):
-            value = queries.containment_filter(field_name, params[field_name])
+            value = job_filters.containment_filter(field_name, params[field_name])
             qs = qs.filter(**{f"{field_name}__contains": value})
     since = parse_since(params.get("since", ""))
     if since is not None:
@@ -88,7 +88,7 @@ def _matching(
 
 
 def parse_since(text: str) -> datetime | None:
-    """The filter's start, refused (FilterProblem) when it is not a date and time with a zone:
+    """The filter's start, refused (FilterError) when it is not a date and time with a zone:
     a filter left out would act on more jobs than were counted for the confirmation."""
     if not text:
         return None
@@ -97,7 +97,7 @@ def parse_since(text: str) -> datetime | None:
     except ValueError:
         since = None
     if since is None or timezone.is_naive(since):
-        raise queries.FilterProblem(
+        raise reads.FilterError(
             f"The since filter must be a date and time with its zone, like "
             f"2026-01-01T00:00:00+00:00, not {text[:40]!r}."
         )
@@ -105,16 +105,16 @@ def parse_since(text: str) -> datetime | None:
 
 
 def check(params: dict[str, str]) -> None:
-    """Refuse (FilterProblem) a filter that cannot be applied as written, before counting."""
+    """Refuse (FilterError) a filter that cannot be applied as written, before counting."""
     _matching(Job, params, 0)
 
 
 def _models(params: dict[str, str]) -> list[type[Job] | type[JobRecord]]:
     state = params.get("state", "")
     found: list[type[Job] | type[JobRecord]] = []
-    if state in ("", *queries.LIVE_STATES):
+    if state in ("", *states.LIVE_STATES):
         found.append(Job)
-    if state in ("", *queries.ENDED_STATES):
+    if state in ("", *states.ENDED_STATES):
         found.append(JobRecord)
     return found
 
@@ -131,7 +131,7 @@ def plan(action: actions.Action, params: dict[str, str], upto: int | None = None
     result = MatchPlan(action, params, upto)
     effects = actions.EFFECTS[action]
     by_state: Counter[str] = Counter()
-    with queries.time_limited():
+    with reads.time_limited():
         for model in _models(params):
             for row in _matching(model, params, upto).values("state").annotate(n=Count("id")):
                 by_state[row["state"]] += row["n"]

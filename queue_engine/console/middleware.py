@@ -18,7 +18,8 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from queue_engine import statement_timeout
+from queue_engine.exceptions import NarrowFilter
+from queue_engine.reads import timeout as statement_timeout
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +50,7 @@ class ConsoleStatementTimeout:
     def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
         if not getattr(request, TIMED, False):
             return None
-        if not (
-            isinstance(exc, statement_timeout.NarrowFilter) or statement_timeout.timed_out(exc)
-        ):
+        if not (isinstance(exc, NarrowFilter) or statement_timeout.timed_out(exc)):
             return None
         log.warning(
             "console %s: a query ran past CONSOLE_STATEMENT_TIMEOUT (%ss); answered 503",

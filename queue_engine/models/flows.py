@@ -3,12 +3,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models.functions import Now
 
-
-class FlowState(models.TextChoices):
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+from queue_engine.states import FlowState
 
 
 class Flow(models.Model):

@@ -18,19 +18,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from queue_engine.registry import registry
-
-
-class JobState(models.TextChoices):
-    AVAILABLE = "available"
-    SCHEDULED = "scheduled"
-    RUNNING = "running"
-    BLOCKED = "blocked"
-
-
-class RecordState(models.TextChoices):
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+from queue_engine.states import JobState, RecordState
 
 
 class JobFields(models.Model):

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from queue_engine.console import queries
+from queue_engine import reads
 from queue_engine.console.access import viewer_required
 from queue_engine.console.views.params import int_param
 
@@ -13,7 +13,7 @@ def audit(request: HttpRequest) -> HttpResponse:
     actor = request.GET.get("actor", "").strip()
     action = request.GET.get("action", "").strip()
     before = int_param(request.GET, "before")
-    events, older = queries.audit_page(before, actor=actor, action=action)
+    events, older = reads.audit_page(before, actor=actor, action=action)
     return render(
         request,
         "console/audit.html",

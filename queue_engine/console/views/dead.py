@@ -7,8 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from queue_engine import ops
-from queue_engine.console import queries
+from queue_engine import ops, reads
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.views.params import int_param
 
@@ -20,7 +19,7 @@ GROUP_ACTIONS = {
 
 @viewer_required
 def dead(request: HttpRequest) -> HttpResponse:
-    groups, truncated = queries.dead_groups()
+    groups, truncated = reads.dead_groups()
     return render(
         request,
         "console/dead.html",
@@ -28,7 +27,7 @@ def dead(request: HttpRequest) -> HttpResponse:
             "page": "dead",
             "groups": groups,
             "truncated": truncated,
-            "scan": queries.DEAD_SCAN,
+            "scan": reads.DEAD_SCAN,
             "upto": max((g.last_id for g in groups), default=0),
             "group_buttons": [("redrive", "Redrive…"), ("remove", "Remove…")],
         },
@@ -48,9 +47,9 @@ def dead_group_action(request: HttpRequest) -> HttpResponse:
     verb, effect, done_word = GROUP_ACTIONS[action]
     if request.POST.get("confirm") != "yes":
         try:
-            with queries.time_limited():
-                count = queries.dead_group_queryset(queue, error_class, upto).count()
-        except queries.NarrowFilter as exc:
+            with reads.time_limited():
+                count = reads.dead_group_queryset(queue, error_class, upto).count()
+        except reads.NarrowFilter as exc:
             messages.error(request, str(exc))
             return redirect(back)
         return render(
@@ -70,7 +69,7 @@ def dead_group_action(request: HttpRequest) -> HttpResponse:
         )
     done = 0
     run = ops.redrive_jobs if action == "redrive" else ops.remove_jobs
-    for ids in queries.dead_group_batches(queue, error_class, upto):
+    for ids in reads.dead_group_batches(queue, error_class, upto):
         done += run(ids, actor=request.user)
     noun = "job" if done == 1 else "jobs"
     messages.success(

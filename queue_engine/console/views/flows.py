@@ -13,13 +13,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
-from queue_engine import tracking
+from queue_engine import reads, states
 from queue_engine.console.access import operator_required, viewer_required
-from queue_engine.console.queries import RANGES
+from queue_engine.console.job_filters import RANGES
 from queue_engine.console.views.params import htmx_target, int_param
-from queue_engine.exceptions import OpsError
+from queue_engine.exceptions import NarrowFilter, OpsError
 from queue_engine.ops import flows as ops_flows
-from queue_engine.statement_timeout import NarrowFilter
 
 RANGE_CHOICES = [
     ("", "Any time"),
@@ -75,11 +74,11 @@ def allowed_actions(state: str) -> list[str]:
     return ["rerun"]
 
 
-def affected(name: str, flow: tracking.FlowRow) -> str:
+def affected(name: str, flow: reads.FlowRow) -> str:
     """The exact scope of an action, for its confirmation."""
     nodes = flow.nodes
     if name == "cancel":
-        n = sum(nodes.get(s, 0) for s in ("available", "scheduled", "running", "blocked"))
+        n = sum(nodes.get(s, 0) for s in states.LIVE_STATES)
         return f"{n} node{'s' if n != 1 else ''} {'have' if n != 1 else 'has'} not ended"
     if name == "requeue":
         n = nodes.get("failed", 0) + nodes.get("cancelled", 0)
@@ -98,7 +97,7 @@ class FlowFilters:
         state = params.get("state", "").strip()
         span = params.get("range", "").strip()
         return cls(
-            state=state if state in tracking.FLOW_STATES else "",
+            state=state if state in states.FLOW_STATES else "",
             q=params.get("q", "").strip()[:200],
             range=span if span in RANGES else "",
         )
@@ -107,8 +106,8 @@ class FlowFilters:
     def active(self) -> bool:
         return bool(self.state or self.q or self.range)
 
-    def tracking_filter(self) -> tracking.FlowFilter:
-        return tracking.FlowFilter(
+    def tracking_filter(self) -> reads.FlowFilter:
+        return reads.FlowFilter(
             state=self.state or None,
             text=self.q or None,
             since=timezone.now() - RANGES[self.range] if self.range else None,
@@ -122,7 +121,7 @@ def flows(request: HttpRequest) -> HttpResponse:
     if (
         flow_id is not None
         and htmx_target(request) is None
-        and tracking.flow_graph(flow_id, max_nodes=1) is not None
+        and reads.flow_graph(flow_id, max_nodes=1) is not None
     ):
         return redirect("console:flow", flow_id)
     before, after = int_param(request.GET, "before"), int_param(request.GET, "after")
@@ -130,15 +129,15 @@ def flows(request: HttpRequest) -> HttpResponse:
         after = None
     error = ""
     try:
-        page = tracking.list_flows(filters.tracking_filter(), before=before, after=after)
+        page = reads.list_flows(filters.tracking_filter(), before=before, after=after)
     except NarrowFilter as exc:
-        page, error = tracking.FlowPage([], None, None), str(exc)
+        page, error = reads.FlowPage([], None, None), str(exc)
     context = {
         "page": "flows",
         "filters": filters,
         "flows": page,
         "error": error,
-        "states": tracking.FLOW_STATES,
+        "states": states.FLOW_STATES,
         "ranges": RANGE_CHOICES,
     }
     template = "console/flows.html"
@@ -148,7 +147,7 @@ def flows(request: HttpRequest) -> HttpResponse:
 
 
 def flow_context(flow_id: int) -> dict[str, Any]:
-    graph = tracking.flow_graph(flow_id)
+    graph = reads.flow_graph(flow_id)
     if graph is None:
         raise Http404(f"Flow {flow_id} does not exist (it may have been pruned).")
     return {
@@ -160,7 +159,7 @@ def flow_context(flow_id: int) -> dict[str, Any]:
     }
 
 
-def graph_data(graph: tracking.FlowGraph) -> dict[str, Any]:
+def graph_data(graph: reads.FlowGraph) -> dict[str, Any]:
     """What the page's script draws (through `json_script`): nodes and edges, no
     payloads or outputs (nothing to mask)."""
     return {

@@ -9,8 +9,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from queue_engine import tracking
-from queue_engine.console import actions, queries
+from queue_engine import reads
+from queue_engine.console import actions
 from queue_engine.console.access import viewer_required
 from queue_engine.models import Job, JobLog, JobRecord
 
@@ -65,8 +65,8 @@ def outcome_context(job: Job | JobRecord) -> dict[str, Any]:
 
 
 def detail_context(job: Job | JobRecord) -> dict[str, Any]:
-    lines, cut = queries.log_tail(job.pk)
-    links = tracking.flow_links(job.pk) if job.flow_id is not None else None
+    lines, cut = reads.log_tail(job.pk)
+    links = reads.flow_links(job.pk) if job.flow_id is not None else None
     return {
         **state_context(job),
         **outcome_context(job),
@@ -77,7 +77,7 @@ def detail_context(job: Job | JobRecord) -> dict[str, Any]:
 
 @viewer_required
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = queries.find_job(job_id)
+    job = reads.find_job(job_id)
     if job is None:
         raise Http404(f"Job {job_id} does not exist (it may have been removed or pruned).")
     return render(request, "console/job.html", {"page": "jobs", **detail_context(job)})

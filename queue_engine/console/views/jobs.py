@@ -9,8 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from queue_engine import tracking
-from queue_engine.console import actions, matching, queries
+from queue_engine import reads, states
+from queue_engine.console import actions, job_filters, matching
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.views.params import htmx_target, int_param, safe_next
 from queue_engine.models import QueueConfig
@@ -19,25 +19,25 @@ from queue_engine.registry import registry
 
 @viewer_required
 def jobs(request: HttpRequest) -> HttpResponse:
-    filters = queries.JobFilters.from_query(request.GET)
+    filters = job_filters.JobFilters.from_query(request.GET)
     if (
         filters.job_id is not None
         and htmx_target(request) is None
-        and queries.find_job(filters.job_id)
+        and reads.find_job(filters.job_id)
     ):
         return redirect("console:job", filters.job_id)
     before, after = int_param(request.GET, "before"), int_param(request.GET, "after")
     error = ""
     try:
-        page = queries.job_page(filters, before=before, after=after)
-    except queries.NarrowFilter as exc:
-        page, error = tracking.JobPage([], None, None), str(exc)
+        page = job_filters.job_page(filters, before=before, after=after)
+    except reads.NarrowFilter as exc:
+        page, error = reads.JobPage([], None, None), str(exc)
     context = {
         "page": "jobs",
         "filters": filters,
         "jobs": page,
         "error": error,
-        "states": queries.STATES,
+        "states": states.STATES,
         "ranges": [
             ("", "Any time"),
             ("15m", "Last 15 min"),
@@ -92,7 +92,7 @@ def bulk_matching(request: HttpRequest, action: actions.Action, back: str) -> Ht
     upto = int_param(request.POST, "upto")
     try:
         plan = matching.plan(action, params, upto)
-    except (queries.NarrowFilter, queries.FilterProblem) as exc:
+    except (reads.NarrowFilter, reads.FilterError) as exc:
         messages.error(request, str(exc))
         return redirect(back)
     if request.POST.get("confirm") != "yes":

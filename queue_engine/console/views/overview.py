@@ -5,7 +5,8 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from queue_engine.console import charts, queries
+from queue_engine import reads, states
+from queue_engine.console import charts
 from queue_engine.console.access import viewer_required
 
 
@@ -13,16 +14,16 @@ def overview_context(
     trends: dict[str, charts.Trend] | None = None, failures: bool = True
 ) -> dict[str, Any]:
     """Everything the overview shows; the live socket passes cached trends and skips failures."""
-    queues = queries.queue_stats()
+    queues = reads.queue_stats()
     return {
         "queues": queues,
         "totals": {
-            state: sum(q.counts.get(state, 0) for q in queues) for state in queries.LIVE_STATES
+            state: sum(q.counts.get(state, 0) for q in queues) for state in states.LIVE_STATES
         },
         "estimated": set().union(*(q.estimated for q in queues)),
         "dead_total": sum(q.dead for q in queues),
-        "workers": queries.alive_workers(),
-        "failures": queries.recent_failures() if failures else [],
+        "workers": reads.alive_workers(),
+        "failures": reads.recent_failures() if failures else [],
         "trends": trends if trends is not None else charts.queue_trends([q.name for q in queues]),
     }
 

@@ -10,8 +10,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from queue_engine import ops
-from queue_engine.console import charts, queries
+from queue_engine import ops, reads
+from queue_engine.console import charts, job_filters
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.queue_form import config_rows
 from queue_engine.exceptions import OpsError
@@ -20,12 +20,12 @@ from queue_engine.ops import queues as ops_queues
 
 
 def queue_context(name: str) -> dict[str, Any]:
-    stats = queries.queue_stats(name)
+    stats = reads.queue_stats(name)
     config = QueueConfig.objects.filter(name=name).first()
     if not stats and config is None:
         raise Http404(f"There is no queue named {name!r}.")
     return {
-        "queue": stats[0] if stats else queries.QueueStats(name),
+        "queue": stats[0] if stats else reads.QueueStats(name),
         "config": config,
     }
 
@@ -33,7 +33,7 @@ def queue_context(name: str) -> dict[str, Any]:
 @viewer_required
 def queue(request: HttpRequest, name: str) -> HttpResponse:
     context = queue_context(name)
-    recent = queries.job_page(queries.JobFilters(queue=name), limit=10)
+    recent = job_filters.job_page(job_filters.JobFilters(queue=name), limit=10)
     window = request.GET.get("window", "1h")
     if window not in charts.WINDOWS:
         window = "1h"
@@ -60,9 +60,9 @@ def redrive(request: HttpRequest, name: str) -> HttpResponse:
     back = reverse("console:queue", args=[name])
     if request.POST.get("confirm") != "yes":
         try:
-            with queries.time_limited():
-                count = queries.exact_dead_count(name)
-        except queries.NarrowFilter as exc:
+            with reads.time_limited():
+                count = reads.exact_dead_count(name)
+        except reads.NarrowFilter as exc:
             messages.error(request, str(exc))
             return redirect(back)
         return render(

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from queue_engine.console import queries
+from queue_engine import reads
 from queue_engine.console.access import viewer_required
 
 
@@ -14,7 +14,7 @@ def workers(request: HttpRequest) -> HttpResponse:
         "console/workers.html",
         {
             "page": "workers",
-            "workers": queries.workers(),
-            "alive_after": queries.WORKER_ALIVE_AFTER,
+            "workers": reads.workers(),
+            "alive_after": reads.WORKER_ALIVE_AFTER,
         },
     )

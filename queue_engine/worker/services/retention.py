@@ -20,10 +20,10 @@ from datetime import datetime, timedelta
 import psycopg
 
 from queue_engine import sql
+from queue_engine.states import ENDED_STATES
 
 BATCH_SIZE = 5000
 TIME_BUDGET = 0.5  # seconds per call; the leader has other work too
-STATES = ("succeeded", "failed", "cancelled")
 MARGIN = timedelta(hours=1)
 FULL_SWEEP_EVERY = 3600.0  # seconds
 
@@ -58,7 +58,7 @@ async def delete_expired(
     cur = await conn.execute(sql.RETENTION_WINDOWS)
     windows = await cur.fetchall()
     for queue, *keeps in windows:
-        for state, keep in zip(STATES, keeps, strict=True):
+        for state, keep in zip(ENDED_STATES, keeps, strict=True):
             since = swept.until.get((queue, state)) if swept is not None else None
             while True:
                 if time.monotonic() > deadline:

@@ -1,11 +1,10 @@
 """The one statement timeout of the console's reads, `CONSOLE_STATEMENT_TIMEOUT`.
 
 Every console page (the middleware), every live update (the consumers) and the
-tracking reads (`tracking.list_jobs`, `list_flows`, `flow_graph`) run under it.
-A query past it is told apart by its SQLSTATE (query_canceled), not by the
-message's words, which follow the server's `lc_messages`; it surfaces as
-`NarrowFilter`, whose message says what to do.
-"""
+reads (`list_jobs`, `list_flows`, `flow_graph`) run under it. A query past it is
+told apart by its SQLSTATE (query_canceled), not by the message's words, which
+follow the server's `lc_messages`; it surfaces as `NarrowFilter`, whose message
+says what to do."""
 
 from __future__ import annotations
 
@@ -17,19 +16,7 @@ from django.db import OperationalError, connection, transaction
 
 from queue_engine import sql
 from queue_engine.conf import option
-
-
-class NarrowFilter(Exception):
-    """A console or tracking read ran past CONSOLE_STATEMENT_TIMEOUT."""
-
-    def __init__(self, message: str = "") -> None:
-        super().__init__(
-            message
-            or (
-                "This query took too long on a table this size: narrow the filter "
-                "(a queue, a state, a kind or a shorter time range) and try again."
-            )
-        )
+from queue_engine.exceptions import NarrowFilter
 
 
 def seconds() -> float:

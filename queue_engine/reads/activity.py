@@ -1,0 +1,36 @@
+"""Who is at work and what operators did: the workers and the audit log."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from queue_engine.models import AuditEvent, WorkerProcess
+from queue_engine.reads.jobs import PAGE_SIZE
+
+WORKER_ALIVE_AFTER = timedelta(seconds=15)  # workers heartbeat every 5 s at most
+
+
+def workers() -> list[WorkerProcess]:
+    return list(WorkerProcess.objects.order_by("host", "pid"))
+
+
+def alive_workers() -> list[WorkerProcess]:
+    since = timezone.now() - WORKER_ALIVE_AFTER
+    return list(WorkerProcess.objects.filter(heartbeat_at__gte=since).order_by("host", "pid"))
+
+
+def audit_page(
+    before: int | None, actor: str = "", action: str = "", limit: int = PAGE_SIZE
+) -> tuple[list[AuditEvent], int | None]:
+    qs = AuditEvent.objects.order_by("-id")
+    if before is not None:
+        qs = qs.filter(id__lt=before)
+    if actor:
+        qs = qs.filter(actor=actor)
+    if action:
+        qs = qs.filter(action=action)
+    events = list(qs[: limit + 1])
+    older = events[limit - 1].id if len(events) > limit else None
+    return events[:limit], older

@@ -1,0 +1,122 @@
+"""Failures: recent ones grouped by error, and the dead letter grouped by queue and error."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
+
+from queue_engine.models import JobRecord
+
+# Dead jobs grouped by queue and error class, over the newest %(scan)s only.
+DEAD_GROUPS = """
+SELECT queue, COALESCE(errors->-1->>'class', '') AS error_class, count(*) AS n,
+       max(id) AS last_id, max(finished_at) AS last_at,
+       (array_agg(left(errors->-1->>'message', 300) ORDER BY id DESC))[1] AS last_message,
+       (array_agg(kind ORDER BY id DESC))[1] AS last_kind
+  FROM (SELECT id, queue, kind, errors, finished_at FROM queue_engine_jobrecord
+         WHERE state = 'failed' ORDER BY id DESC LIMIT %(scan)s) AS r
+ GROUP BY 1, 2
+ ORDER BY max(id) DESC
+"""
+
+
+LAST_ERROR_CLASS = "COALESCE(errors->-1->>'class', '')"
+
+
+LAST_ERROR_MESSAGE = "left(errors->-1->>'message', 300)"
+
+
+@dataclass
+class FailureGroup:
+    error_class: str
+    message: str
+    count: int
+    last_id: int
+    last_at: datetime | None
+    queues: list[str]
+    kinds: list[str]
+
+
+DIGITS = re.compile(r"\d+")
+
+
+def recent_failures(scan: int = 500, limit: int = 8) -> list[FailureGroup]:
+    """The newest dead jobs grouped by error class and message, most recent group first."""
+    rows = (
+        JobRecord.objects.filter(state="failed")
+        .annotate(
+            error_class=RawSQL(LAST_ERROR_CLASS, []), error_message=RawSQL(LAST_ERROR_MESSAGE, [])
+        )
+        .order_by("-id")
+        .values("id", "queue", "kind", "finished_at", "error_class", "error_message")[:scan]
+    )
+    groups: dict[tuple[str, str], FailureGroup] = {}
+    for row in rows:
+        message = row["error_message"] or ""
+        # "card for order 3 was declined" and "... order 9 ..." are the same failure.
+        key = (row["error_class"] or "", DIGITS.sub("#", message))
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = FailureGroup(
+                key[0], message, 0, row["id"], row["finished_at"], [], []
+            )
+        group.count += 1
+        if row["queue"] not in group.queues:
+            group.queues.append(row["queue"])
+        if row["kind"] not in group.kinds:
+            group.kinds.append(row["kind"])
+    return list(groups.values())[:limit]
+
+
+@dataclass
+class DeadGroup:
+    queue: str
+    error_class: str
+    count: int
+    last_id: int
+    last_at: datetime | None
+    last_message: str
+    last_kind: str
+
+
+DEAD_SCAN = 5000
+
+
+def dead_groups(scan: int = DEAD_SCAN) -> tuple[list[DeadGroup], bool]:
+    """Groups over the newest `scan` dead jobs, and whether older dead jobs were left out."""
+    with connection.cursor() as cursor:
+        cursor.execute(DEAD_GROUPS, {"scan": scan + 1})
+        groups = [DeadGroup(*row) for row in cursor.fetchall()]
+    total = sum(g.count for g in groups)
+    return groups, total > scan
+
+
+def dead_group_queryset(queue: str, error_class: str, upto: int) -> QuerySet[JobRecord]:
+    return (
+        JobRecord.objects.filter(queue=queue, state="failed", id__lte=upto)
+        .annotate(error_class=RawSQL(LAST_ERROR_CLASS, []))
+        .filter(error_class=error_class)
+    )
+
+
+def dead_group_batches(
+    queue: str, error_class: str, upto: int, batch_size: int = 1000
+) -> Iterator[list[int]]:
+    after = 0
+    while True:
+        ids = list(
+            dead_group_queryset(queue, error_class, upto)
+            .filter(id__gt=after)
+            .order_by("id")
+            .values_list("id", flat=True)[:batch_size]
+        )
+        if not ids:
+            return
+        after = ids[-1]
+        yield ids

@@ -1,0 +1,44 @@
+"""The names of job, history and flow states: one definition for the models, the reads and
+the console.
+
+A live job (queue_engine_job) is available, scheduled, running or blocked (a flow node
+waiting for its parents); an ended one (queue_engine_jobrecord) succeeded, failed (the
+dead letter) or was cancelled. A flow runs until it succeeds, fails or is cancelled.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from django.db import models
+
+
+class JobState(models.TextChoices):
+    AVAILABLE = "available"
+    SCHEDULED = "scheduled"
+    RUNNING = "running"
+    BLOCKED = "blocked"
+
+
+class RecordState(models.TextChoices):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class FlowState(models.TextChoices):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+LiveState = Literal["available", "scheduled", "running", "blocked"]
+EndedState = Literal["succeeded", "failed", "cancelled"]
+State = LiveState | EndedState
+FlowStateName = Literal["running", "succeeded", "failed", "cancelled"]
+
+LIVE_STATES: tuple[LiveState, ...] = ("available", "scheduled", "running", "blocked")
+ENDED_STATES: tuple[EndedState, ...] = ("succeeded", "failed", "cancelled")
+STATES: tuple[State, ...] = LIVE_STATES + ENDED_STATES
+FLOW_STATES: tuple[FlowStateName, ...] = ("running", "succeeded", "failed", "cancelled")
