@@ -59,6 +59,11 @@ class LeaseExpired(Exception):
     """The error recorded when a job's worker stopped heartbeating; never raised."""
 
 
+class IdleTimeout(Exception):
+    """The error recorded when a handler neither heartbeated nor reported progress within
+    its kind's idle timeout."""
+
+
 # --- raised by the engine inside a handler -------------------------------------------
 
 

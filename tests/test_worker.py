@@ -322,7 +322,7 @@ def test_idle_async_job_is_cancelled_and_retried(workers: Workers) -> None:
 
     live = Job.objects.get(pk=job.id)
     assert live.attempt == 1
-    assert live.errors[0]["class"] == "queue_engine.worker.execution.IdleTimeout"
+    assert live.errors[0]["class"] == "queue_engine.exceptions.IdleTimeout"
 
 
 def test_idle_sync_job_is_abandoned_and_retried_as_its_kind_retries(workers: Workers) -> None:

@@ -159,7 +159,7 @@ def test_a_silent_plain_function_is_abandoned_and_can_no_longer_act_for_its_job(
     dead = ended(blocked.id)
     assert time.monotonic() - started < 3.5  # settled at its idle timeout, not at its return
     assert (dead.state, dead.attempt, dead.result) == ("failed", 1, None)
-    assert dead.errors[-1]["class"] == "queue_engine.worker.execution.IdleTimeout"
+    assert dead.errors[-1]["class"] == "queue_engine.exceptions.IdleTimeout"
     # Its slot is free at once: the other job runs while the thread still blocks.
     assert ended(other.id).result == 3
     assert time.monotonic() - started < 3.9

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from queue_engine.definitions import DEFAULT_BACKOFF, Backoff, JobDefinition
-from queue_engine.exceptions import Fatal, LeaseLost, PayloadError, Retry, Snooze
+from queue_engine.exceptions import Fatal, IdleTimeout, LeaseLost, PayloadError, Retry, Snooze
 from queue_engine.payloads import dump_json, storable
 from queue_engine.registry import registry
 from queue_engine.worker.capture import CURRENT
@@ -45,10 +45,6 @@ MAX_DELAY = 10 * 365.25 * 24 * 3600  # ten years, in seconds
 def bounded(delay: float) -> float:
     """A retry's or a snooze's delay, within 0 and MAX_DELAY (not a number: 0)."""
     return min(max(delay, 0.0), MAX_DELAY) if delay == delay else 0.0
-
-
-class IdleTimeout(Exception):
-    """The handler neither heartbeated nor reported progress within its idle timeout."""
 
 
 class ClaimedJob(NamedTuple):
