@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from queue_engine import sql
-from queue_engine.worker.lanes import LANE_SETTINGS
+from queue_engine.sql.claim import LANE_SETTINGS
 from queue_engine.worker.script import Prepared, Script, literal
 
 ECHO = Prepared(

@@ -18,11 +18,11 @@ from typing import Any
 import psycopg
 from channels.layers import get_channel_layer
 
+from queue_engine import sql
 from queue_engine.connections import conninfo
 
 log = logging.getLogger("queue_engine.console")
 
-LISTEN_CHANNELS = ("qe_events", "qe_wake")
 EVERYONE = "qe.console"  # every consumer: full catch-up after a reconnect
 OVERVIEW = "qe.overview"  # anything about job states or queue depths
 MAX_IDS = 200
@@ -86,8 +86,8 @@ class Bridge:
                 async with await psycopg.AsyncConnection.connect(
                     conninfo(), autocommit=True
                 ) as conn:
-                    for channel in LISTEN_CHANNELS:
-                        await conn.execute(f"LISTEN {channel}")
+                    for statement in sql.LISTEN_CONSOLE:
+                        await conn.execute(statement)
                     delay = 0.25
                     self.connected.set()
                     await layer.group_send(EVERYONE, {"type": "console.resync"})

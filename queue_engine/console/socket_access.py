@@ -17,33 +17,13 @@ from django.contrib.sessions.backends.db import SessionStore
 from django.db import connection
 from django.utils.crypto import constant_time_compare
 
+from queue_engine import sql
 from queue_engine.console.roles import VIEW
 
 SIGNED_OUT = 4401  # the session ended, or its user is inactive or gone: sign in again
 NOT_A_VIEWER = 4403  # still signed in, but without the console's viewer role
 
 SHARE_FOR = 1.0  # seconds an answer serves the other sockets of the same session
-
-# One row while the session is unexpired and its user exists and is active: the
-# session's data (whose user and password hash it holds), the user's password hash,
-# and whether the user holds the permission (as ModelBackend.has_perm decides it).
-SESSION_STANDING = """
-SELECT s.session_data, u.password,
-       u.is_superuser OR EXISTS (
-           SELECT 1
-           FROM auth_permission p
-           JOIN django_content_type ct ON ct.id = p.content_type_id
-           WHERE ct.app_label = %(app_label)s AND p.codename = %(codename)s
-             AND (p.id IN (SELECT up.permission_id FROM auth_user_user_permissions up
-                           WHERE up.user_id = u.id)
-                  OR p.id IN (SELECT gp.permission_id FROM auth_group_permissions gp
-                              JOIN auth_user_groups ug ON ug.group_id = gp.group_id
-                              WHERE ug.user_id = u.id))
-       ) AS may_view
-FROM django_session s
-JOIN auth_user u ON u.id = %(user_id)s AND u.is_active
-WHERE s.session_key = %(session_key)s AND s.expire_date > now()
-"""
 
 answers: dict[tuple[str, int], tuple[float, int | None]] = {}
 
@@ -75,7 +55,7 @@ def read_standing(session_key: str, user_id: int) -> int | None:
         "codename": codename,
     }
     with connection.cursor() as cursor:
-        cursor.execute(SESSION_STANDING, params)
+        cursor.execute(sql.SESSION_STANDING, params)
         row = cursor.fetchone()
     if row is None:
         return SIGNED_OUT

@@ -45,13 +45,7 @@ def notify_changes(queues: Iterable[str], ids: list[int]) -> None:
 
 def flows_of(cursor: Any, job_ids: list[int]) -> list[int]:
     """The flows these jobs (live or ended) are nodes of."""
-    cursor.execute(
-        "SELECT DISTINCT flow_id FROM queue_engine_jobrecord "
-        "WHERE id = ANY(%s) AND flow_id IS NOT NULL "
-        "UNION SELECT DISTINCT flow_id FROM queue_engine_job "
-        "WHERE id = ANY(%s) AND flow_id IS NOT NULL",
-        [job_ids, job_ids],
-    )
+    cursor.execute(sql.FLOWS_OF_JOBS, [job_ids, job_ids])
     return sorted(r[0] for r in cursor.fetchall())
 
 

@@ -144,9 +144,7 @@ def remove_jobs(ids: list[int], *, actor: Any = None) -> int:
     with transaction.atomic(), connection.cursor() as cursor:
         # A running node is left, and so is what depends on it (unless another node
         # removed here leads there too): it may still succeed and release them.
-        cursor.execute(
-            "SELECT id FROM queue_engine_job WHERE id = ANY(%s) AND state = 'running'", [ids]
-        )
+        cursor.execute(sql.RUNNING_AMONG, [ids])
         running = {r[0] for r in cursor.fetchall()}
         ids = _with_dependants(cursor, [i for i in ids if i not in running])
         flows = flows_of(cursor, ids)  # read before the rows that name them are gone
@@ -190,11 +188,7 @@ def redrive_jobs(
     flow's requeue or rerun runs them again."""
     with transaction.atomic(), connection.cursor() as cursor:
         if "succeeded" in states:
-            cursor.execute(
-                "SELECT id FROM queue_engine_jobrecord WHERE id = ANY(%s) "
-                "AND state = 'succeeded' AND flow_id IS NOT NULL FOR UPDATE",
-                [ids],
-            )
+            cursor.execute(sql.COUNTED_FLOW_NODES, [ids])
             counted = {r[0] for r in cursor.fetchall()}
             ids = [i for i in ids if i not in counted]
         cursor.execute(sql.OPS_REDRIVE, {"ids": ids, "states": list(states)})

@@ -11,25 +11,8 @@ from django.db import connection
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
+from queue_engine import sql
 from queue_engine.models import JobRecord
-
-# Dead jobs grouped by queue and error class, over the newest %(scan)s only.
-DEAD_GROUPS = """
-SELECT queue, COALESCE(errors->-1->>'class', '') AS error_class, count(*) AS n,
-       max(id) AS last_id, max(finished_at) AS last_at,
-       (array_agg(left(errors->-1->>'message', 300) ORDER BY id DESC))[1] AS last_message,
-       (array_agg(kind ORDER BY id DESC))[1] AS last_kind
-  FROM (SELECT id, queue, kind, errors, finished_at FROM queue_engine_jobrecord
-         WHERE state = 'failed' ORDER BY id DESC LIMIT %(scan)s) AS r
- GROUP BY 1, 2
- ORDER BY max(id) DESC
-"""
-
-
-LAST_ERROR_CLASS = "COALESCE(errors->-1->>'class', '')"
-
-
-LAST_ERROR_MESSAGE = "left(errors->-1->>'message', 300)"
 
 
 @dataclass
@@ -51,7 +34,8 @@ def recent_failures(scan: int = 500, limit: int = 8) -> list[FailureGroup]:
     rows = (
         JobRecord.objects.filter(state="failed")
         .annotate(
-            error_class=RawSQL(LAST_ERROR_CLASS, []), error_message=RawSQL(LAST_ERROR_MESSAGE, [])
+            error_class=RawSQL(sql.LAST_ERROR_CLASS, []),
+            error_message=RawSQL(sql.LAST_ERROR_MESSAGE, []),
         )
         .order_by("-id")
         .values("id", "queue", "kind", "finished_at", "error_class", "error_message")[:scan]
@@ -91,7 +75,7 @@ DEAD_SCAN = 5000
 def dead_groups(scan: int = DEAD_SCAN) -> tuple[list[DeadGroup], bool]:
     """Groups over the newest `scan` dead jobs, and whether older dead jobs were left out."""
     with connection.cursor() as cursor:
-        cursor.execute(DEAD_GROUPS, {"scan": scan + 1})
+        cursor.execute(sql.DEAD_GROUPS, {"scan": scan + 1})
         groups = [DeadGroup(*row) for row in cursor.fetchall()]
     total = sum(g.count for g in groups)
     return groups, total > scan
@@ -100,7 +84,7 @@ def dead_groups(scan: int = DEAD_SCAN) -> tuple[list[DeadGroup], bool]:
 def dead_group_queryset(queue: str, error_class: str, upto: int) -> QuerySet[JobRecord]:
     return (
         JobRecord.objects.filter(queue=queue, state="failed", id__lte=upto)
-        .annotate(error_class=RawSQL(LAST_ERROR_CLASS, []))
+        .annotate(error_class=RawSQL(sql.LAST_ERROR_CLASS, []))
         .filter(error_class=error_class)
     )
 

@@ -205,11 +205,7 @@ def flow_graph(flow_id: int, *, max_nodes: int = MAX_FLOW_NODES) -> FlowGraph | 
     """A flow's nodes and edges with state, timings, attempts and output summaries;
     None when there is no such flow."""
     with time_limited(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT id, name, state, rerun_of, created_at, finished_at, removed_nodes "
-            "FROM queue_engine_flow WHERE id = %s",
-            [flow_id],
-        )
+        cursor.execute(sql.FLOW_ROW, [flow_id])
         row = cursor.fetchone()
         if row is None:
             return None

@@ -18,7 +18,6 @@ from queue_engine import sql
 from queue_engine.exceptions import FilterError, PayloadError
 from queue_engine.models import Job, JobLog, JobRecord
 from queue_engine.payloads import dump_json, text_problem
-from queue_engine.reads.failures import LAST_ERROR_MESSAGE
 from queue_engine.reads.timeout import time_limited
 from queue_engine.states import ENDED_STATES, LIVE_STATES, State
 
@@ -244,7 +243,7 @@ ROW_FIELDS = (
 
 def job_rows(ids: list[int]) -> dict[int, JobRow]:
     """The jobs list's rows for these ids, live or ended, in one query; gone ids are left out."""
-    last_error = RawSQL(LAST_ERROR_MESSAGE, [])
+    last_error = RawSQL(sql.LAST_ERROR_MESSAGE, [])
     live = Job.objects.filter(pk__in=ids).annotate(
         ended_at=Value(None, output_field=DateTimeField()), last_error=last_error
     )

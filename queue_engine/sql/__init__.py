@@ -6,13 +6,15 @@
     ops        operator actions             schedules  declarations and firing
     queues     queue configuration          maintenance  retention and the metrics rollup
     workers    worker registrations         notify     NOTIFY channels
-    reads      what the console reads       fragments  pieces shared by several statements
+    reads      what the console reads       console    the websockets' session check
+    fragments  pieces shared by several statements
 
 Parameters are always bound; table names are fixed by the models' db_table. The package
 exports every statement, so that code reads `sql.CLAIM` whatever module holds it.
 """
 
 from queue_engine.sql.claim import *  # noqa: F403
+from queue_engine.sql.console import *  # noqa: F403
 from queue_engine.sql.enqueue import *  # noqa: F403
 from queue_engine.sql.flows import *  # noqa: F403
 from queue_engine.sql.fragments import *  # noqa: F403

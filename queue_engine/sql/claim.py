@@ -1,12 +1,11 @@
 """The claim: the statement that hands a worker its next jobs, under every limit."""
 
 # For the rest of the claim's transaction (the claim comes last), on top of the lane
-# connection's own settings (worker/lanes.py LANE_SETTINGS: one generic plan, no
+# connection's own settings (LANE_SETTINGS below: one generic plan, no
 # sequential scans): no bitmap scans. With statistics taken while a queue held few
 # available jobs (a fan-out's children still blocked, say) the planner reads the whole
 # claim index into a bitmap and sorts it, every claim, instead of walking it in order
-# to the LIMIT. 100 of 10,000 released children: 6.5 ms with the bitmap, under 4
-# without.
+# to the LIMIT.
 CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 
 
@@ -232,3 +231,17 @@ SELECT j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff::t
   FROM queue_engine_job j
  WHERE j.state = 'running' AND j.claim_token = %(token)s AND j.lease_owner = %(worker)s
 """
+
+
+# The claim lanes' sessions. Their statements are prepared once per connection (see
+# worker/script.py) and each is planned once too: under the default plan_cache_mode
+# Postgres plans a prepared statement anew whenever its generic plan looks dearer than
+# the custom ones, and for these statements (the claim, REFRESH_FLOWS) planning costs
+# more than the custom plans save. All of them look rows up by key, so no sequential
+# scan where an index serves: a plan made while a table was still empty would
+# otherwise read the whole table for the life of the connection. The claim adds
+# CLAIM_SETTINGS.
+LANE_SETTINGS = (
+    "SET plan_cache_mode = force_generic_plan",
+    "SET enable_seqscan = off",
+)

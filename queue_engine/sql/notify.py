@@ -18,3 +18,11 @@ NOTIFY_EVENTS = "SELECT pg_notify('qe_events', e) FROM unnest(%s::text[]) AS e"
 
 
 NOTIFY_CONTROL = "SELECT pg_notify('qe_control', %s)"
+
+
+# What a worker listens to: work in a queue, and control messages (an operator's
+# cancel, a resumed queue).
+LISTEN_WORKER = ("LISTEN qe_wake", "LISTEN qe_control")
+
+# What the console's bridge listens to and relays to the browsers' websockets.
+LISTEN_CONSOLE = ("LISTEN qe_events", "LISTEN qe_wake")

@@ -94,3 +94,22 @@ UPDATE queue_engine_flow f SET removed_nodes = f.removed_nodes + r.n
          GROUP BY flow_id) r
  WHERE f.id = r.flow_id
 """
+
+
+# The flows these jobs (live or ended) are nodes of: an action refreshes their state.
+FLOWS_OF_JOBS = """
+SELECT DISTINCT flow_id FROM queue_engine_jobrecord WHERE id = ANY(%s) AND flow_id IS NOT NULL
+UNION
+SELECT DISTINCT flow_id FROM queue_engine_job WHERE id = ANY(%s) AND flow_id IS NOT NULL
+"""
+
+# The running jobs among these ids: a remove leaves them (and what depends on them).
+RUNNING_AMONG = "SELECT id FROM queue_engine_job WHERE id = ANY(%s) AND state = 'running'"
+
+# Succeeded flow nodes among these ids, locked: their dependants already counted them
+# down, so a redrive must leave them (a second settle would count them down again).
+COUNTED_FLOW_NODES = """
+SELECT id FROM queue_engine_jobrecord
+ WHERE id = ANY(%s) AND state = 'succeeded' AND flow_id IS NOT NULL
+   FOR UPDATE
+"""

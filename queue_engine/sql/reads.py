@@ -396,3 +396,29 @@ SELECT e.rel, e.id, COALESCE(j.node_key, r.node_key, e.id::text), COALESCE(j.nam
   LEFT JOIN queue_engine_jobrecord r ON r.id = e.id
  ORDER BY e.rel DESC, e.id
 """
+
+
+# One flow's own row, for its graph.
+FLOW_ROW = """
+SELECT id, name, state, rerun_of, created_at, finished_at, removed_nodes
+  FROM queue_engine_flow WHERE id = %s
+"""
+
+
+# Dead jobs grouped by queue and error class, over the newest %(scan)s only.
+DEAD_GROUPS = """
+SELECT queue, COALESCE(errors->-1->>'class', '') AS error_class, count(*) AS n,
+       max(id) AS last_id, max(finished_at) AS last_at,
+       (array_agg(left(errors->-1->>'message', 300) ORDER BY id DESC))[1] AS last_message,
+       (array_agg(kind ORDER BY id DESC))[1] AS last_kind
+  FROM (SELECT id, queue, kind, errors, finished_at FROM queue_engine_jobrecord
+         WHERE state = 'failed' ORDER BY id DESC LIMIT %(scan)s) AS r
+ GROUP BY 1, 2
+ ORDER BY max(id) DESC
+"""
+
+
+LAST_ERROR_CLASS = "COALESCE(errors->-1->>'class', '')"
+
+
+LAST_ERROR_MESSAGE = "left(errors->-1->>'message', 300)"

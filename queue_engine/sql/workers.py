@@ -20,3 +20,9 @@ UPDATE queue_engine_workerprocess
 
 
 UNREGISTER_WORKER = "DELETE FROM queue_engine_workerprocess WHERE id = %s"
+
+
+# Every worker connection's session. JIT compiles any plan its estimate calls
+# expensive: the claim's generic plan (a guessed LIMIT) crosses jit_above_cost, and
+# compiling it costs far more than the statement's run. Nothing a worker sends wants it.
+WORKER_SESSION = ("SET jit = off",)

@@ -42,22 +42,6 @@ RELEASE_FENCE = 1.0
 STOP_PATIENCE = 1.0
 STOP_OVERDUE = SHUTDOWN_GRACE + 3 * STOP_PATIENCE
 
-# The claim lanes' sessions. Their statements are prepared once per connection (see
-# worker/script.py) and each is planned once too, not for every call: under the default
-# plan_cache_mode Postgres plans a prepared statement anew whenever its generic plan
-# looks dearer than the custom ones, as REFRESH_FLOWS's always did (1.2 ms of planning
-# for 0.1 ms of work, twice in every settle of a flow node), and the claim's custom
-# plans cost more to make (about 1.4 ms for a small claim) than they save. All of them
-# look rows up by key, so no sequential scan where an index serves: a plan made while a
-# table was still empty would otherwise read the whole table for the life of the
-# connection (a claim planned before the first flow read every queue_engine_flowedge
-# row for every flow node it claimed). The claim adds sql.CLAIM_SETTINGS.
-LANE_SETTINGS = (
-    "SET plan_cache_mode = force_generic_plan",
-    "SET enable_seqscan = off",
-)
-
-
 CLAIM = Prepared("qe_claim", sql.CLAIM)
 WAKE_LEFT = Prepared("qe_wake_left", sql.WAKE_LEFT)
 
@@ -84,7 +68,7 @@ class Lanes:
         self.threads = threads
         self.promote = promote  # burst mode: promote due jobs before running dry
         self.flow_chunk = max(1, options.flow_release_chunk)
-        self.claimer = Connection(options.conninfo, "claimer", LANE_SETTINGS)
+        self.claimer = Connection(options.conninfo, "claimer", sql.LANE_SETTINGS)
         self.extra_lanes: list[Connection] = []
         self.lane_share = self.concurrency
         self.stopping = False
@@ -126,7 +110,7 @@ class Lanes:
         the other lane's Python work; they share the slots and the finished jobs.
         """
         lanes = [self.claimer] + [
-            Connection(self.options.conninfo, f"claimer-{i}", LANE_SETTINGS)
+            Connection(self.options.conninfo, f"claimer-{i}", sql.LANE_SETTINGS)
             for i in range(1, min(LANES, self.concurrency))
         ]
         self.extra_lanes = lanes[1:]

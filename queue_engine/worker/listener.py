@@ -9,13 +9,12 @@ import logging
 
 import psycopg
 
+from queue_engine import sql
 from queue_engine.worker.outage import retry_waits
 from queue_engine.worker.shared import Shared
 from queue_engine.worker.store import Connection
 
 log = logging.getLogger("queue_engine.worker")
-
-CHANNELS = ("qe_wake", "qe_control")
 
 
 class Listener:
@@ -29,8 +28,8 @@ class Listener:
         while True:
             try:
                 conn = await self.connection.get()
-                for channel in CHANNELS:
-                    await conn.execute(f"LISTEN {channel}")
+                for statement in sql.LISTEN_WORKER:
+                    await conn.execute(statement)
                 waits = retry_waits()  # listening: the next loss is retried at once
                 self.shared.wake()  # catch up on what was missed while not listening
                 async for note in conn.notifies():

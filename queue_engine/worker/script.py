@@ -75,7 +75,7 @@ def literal(value: Any) -> str:
     return "'" + text + "'"
 
 
-# A lane plans each statement once (worker/lanes.py's LANE_SETTINGS force the generic
+# A lane plans each statement once (sql.LANE_SETTINGS force the generic
 # plan), and a generic plan keeps what the statistics said when it was made. Made while
 # a table was nearly empty, it can be wrong for good: planned with one row in the
 # history, the claim read a whole (kind, id) index to find each flow parent's output.

@@ -12,6 +12,7 @@ from typing import TypeVar
 import psycopg
 from psycopg import errors
 
+from queue_engine import sql
 from queue_engine.worker.outage import OUTAGE, describe, retry_waits
 
 log = logging.getLogger("queue_engine.worker")
@@ -46,11 +47,7 @@ class Connection:
                     application_name=f"queue_engine {self.purpose}",
                 )
                 self.pid = self.conn.info.backend_pid
-                # JIT compiles any plan its estimate calls expensive: the claim's generic
-                # plan (a guessed LIMIT) crosses jit_above_cost, and compiling it took
-                # 40 ms, for a statement that runs in under 1. Nothing here wants it.
-                await self.conn.execute("SET jit = off")
-                for setting in self.settings:
+                for setting in (*sql.WORKER_SESSION, *self.settings):
                     await self.conn.execute(setting)
             except psycopg.OperationalError as exc:
                 OUTAGE.lost(self.purpose, exc, self.opened_at)
