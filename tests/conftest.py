@@ -36,7 +36,7 @@ def other_connection(conninfo: str) -> Iterator[psycopg.Connection]:
 @pytest.fixture
 def workers(transactional_db: None, tmp_path, request):  # type: ignore[no-untyped-def]
     """Real runworker subprocesses on the test database, stopped before the tables are flushed."""
-    from tests.workers import Workers
+    from tests.support.workers import Workers
 
     pool = Workers(tmp_path)
     yield pool
@@ -67,14 +67,14 @@ def make_user(db: None) -> Callable[..., Any]:
 
 @pytest.fixture
 def viewer(make_user: Callable[..., Any]) -> Any:
-    from tests.console_users import client_for
+    from tests.support.console_users import client_for
 
     return client_for(make_user("viewer"))
 
 
 @pytest.fixture
 def operator(make_user: Callable[..., Any]) -> Any:
-    from tests.console_users import client_for
+    from tests.support.console_users import client_for
 
     return client_for(make_user("operator"))
 
@@ -88,7 +88,7 @@ def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def executions(transactional_db: None) -> Iterator[None]:
-    """The table the test job kinds record their runs in (tests.jobs.record_execution)."""
+    """The table the test job kinds record their runs in (tests.support.jobs.record_execution)."""
     from django.db import connection
 
     with connection.cursor() as cursor:

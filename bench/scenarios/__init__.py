@@ -19,6 +19,8 @@ SCENARIOS: dict[str, str] = {
     "flow_chain": "bench.scenarios.flow_chain",
     "drain_with_limits": "bench.scenarios.drain_with_limits",
     "console_pages": "bench.scenarios.console_pages",
+    "reads_large": "bench.scenarios.reads_large",
+    "cron_checks": "bench.scenarios.cron_checks",
 }
 
 

@@ -16,11 +16,11 @@ from unittest import mock
 
 import pytest
 
-from tests.workers import ROOT, production_environ, test_database_url
+from tests.support.workers import ROOT, database_url_for_tests, production_environ
 
 CHROMIUM = os.environ.get("JOBSITE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "tests" / "artifacts"
-JOB_MODULES = "tests.jobs,tests.browser.jobs"
+JOB_MODULES = "tests.support.jobs,tests.browser.jobs"
 PASSWORD = "browser-pw-123"
 
 
@@ -50,7 +50,7 @@ class Server:
         self.log = tmp_path / "daphne.log"
         env = dict(
             production_environ(),
-            DATABASE_URL=test_database_url(),
+            DATABASE_URL=database_url_for_tests(),
             JOBSITE_JOB_MODULES=JOB_MODULES,
             DJANGO_SETTINGS_MODULE="jobsite.settings",
             PYTHONUNBUFFERED="1",
@@ -120,7 +120,7 @@ def chromium(transactional_db: None) -> Iterator[Any]:
     # is open, which would break every pytest-asyncio test that runs after it. While that
     # loop runs, Django takes this thread for async code and refuses its ORM calls (the
     # test's own, in a sync test): DJANGO_ALLOW_ASYNC_UNSAFE lets them through for that
-    # time only. Subprocesses never get it (tests.workers.production_environ). The
+    # time only. Subprocesses never get it (tests.support.workers.production_environ). The
     # database comes first, so its flush runs after Playwright has stopped.
     from django.db import connections
     from playwright.sync_api import sync_playwright

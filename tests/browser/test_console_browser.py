@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from queue_engine.models import Job, JobLog, JobRecord
-from tests import console_data
 from tests.browser import jobs as browser_jobs
 from tests.browser.conftest import JOB_MODULES, Server, screenshot
-from tests.workers import Workers, wait_for
+from tests.support import console_data
+from tests.support.workers import Workers, wait_for
 
 PAGES = {
     "overview": "/",
@@ -104,7 +104,7 @@ def test_a_log_line_shows_within_a_second(
 def test_pausing_a_queue_stops_claims_until_resumed(
     new_page: Any, server: Server, workers: Workers
 ) -> None:
-    from tests import jobs
+    from tests.support import jobs
 
     jobs.noop.enqueue()  # creates the queue
     workers.start("--concurrency", "2")
@@ -192,7 +192,7 @@ def test_a_running_flow_changes_colour_live(
     new_page: Any, server: Server, workers: Workers, tmp_path: Path, scheme: str
 ) -> None:
     from queue_engine.flows import Flow
-    from tests import jobs
+    from tests.support import jobs
 
     go = tmp_path / "go"
     flow = Flow("nightly import")
@@ -236,7 +236,7 @@ def test_a_running_flow_changes_colour_live(
 def test_the_jobs_list_follows_a_job_to_success_keeping_the_selection(
     new_page: Any, server: Server, workers: Workers
 ) -> None:
-    from tests import jobs
+    from tests.support import jobs
 
     done = console_data.record("succeeded", queue="default", kind="tests.noop")
     waiting = jobs.noop.enqueue()
@@ -307,7 +307,7 @@ def test_requeue_a_failed_flow_from_its_page(
     new_page: Any, server: Server, workers: Workers, tmp_path: Path
 ) -> None:
     from queue_engine.flows import Flow
-    from tests import jobs
+    from tests.support import jobs
 
     fixed = tmp_path / "fixed"
     flow = Flow("invoices")

@@ -1,0 +1,155 @@
+"""Masked values (CONSOLE_MASKED_KEYS) stay hidden everywhere they could be read: the
+admin's job pages and list filters, and the console's containment filters."""
+
+from __future__ import annotations
+
+import re
+from html import escape
+
+import pytest
+from django.test import Client
+
+from queue_engine.models import AuditEvent, Job, JobRecord
+from tests.support import console_data
+from tests.support.console_data import ConsoleData
+
+pytestmark = pytest.mark.django_db
+
+SECRETS = ("hunter2", "Bearer abc", "tok_live_SECRET1234", "s3cr3t", "m3ta-s3cret")
+MASKED = escape('"db_password": "********"')
+
+
+@pytest.fixture
+def data(db: None) -> ConsoleData:
+    seeded = console_data.seed()
+    Job.objects.filter(pk=seeded.running.id).update(
+        meta={"webhook_secret": "m3ta-s3cret", "tenant": "acme"}
+    )
+    JobRecord.objects.filter(pk=seeded.succeeded[0].id).update(
+        payload={"to": "done0@example.com", "smtp_password": "hunter2"}
+    )
+    return seeded
+
+
+def listed(page: str) -> set[int]:
+    return {int(i) for i in re.findall(r'href="/jobs/(\d+)/">#', page)}
+
+
+# --- the admin ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["job", "jobrecord"])
+def test_the_admin_lists_payloads_masked(
+    admin_client: Client, data: ConsoleData, model: str
+) -> None:
+    page = admin_client.get(f"/admin/queue_engine/{model}/").content.decode()
+
+    assert not [s for s in SECRETS if s in page]
+    assert escape('"to": "') in page, "payloads are listed"
+    assert "********" in page
+
+
+def test_the_admin_shows_a_live_job_masked(admin_client: Client, data: ConsoleData) -> None:
+    response = admin_client.get(f"/admin/queue_engine/job/{data.running.id}/change/")
+
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert not [s for s in SECRETS if s in page]
+    assert MASKED in page
+    assert escape('"webhook_secret": "********"') in page
+    assert escape('"Authorization": "********"') in page
+    assert escape('"region": "eu"') in page and escape('"tenant": "acme"') in page
+
+
+def test_the_admin_shows_an_ended_job_masked(admin_client: Client, data: ConsoleData) -> None:
+    response = admin_client.get(f"/admin/queue_engine/jobrecord/{data.succeeded[0].id}/change/")
+
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert not [s for s in SECRETS if s in page]
+    assert escape('"session_secret": "********"') in page
+    assert escape('"smtp_password": "********"') in page
+    assert escape('"delivered_to": "done0@example.com"') in page
+
+
+@pytest.mark.parametrize(
+    "lookup",
+    [
+        "payload__db_password=hunter2",
+        "payload__nested__Authorization=Bearer abc",
+        'payload__contains={"db_password": "hunter2"}',
+        "meta__webhook_secret=m3ta-s3cret",
+        "payload__rows=20",
+    ],
+)
+def test_the_admin_list_refuses_lookups_into_masked_fields(
+    admin_client: Client, data: ConsoleData, lookup: str
+) -> None:
+    response = admin_client.get(f"/admin/queue_engine/job/?{lookup}")
+
+    assert response.status_code == 400
+    assert f"/admin/queue_engine/job/{data.running.id}/change/" not in response.content.decode()
+
+
+def test_the_admin_list_still_filters_on_its_own_filters(
+    admin_client: Client, data: ConsoleData
+) -> None:
+    page = admin_client.get("/admin/queue_engine/job/?state__exact=running").content.decode()
+
+    assert f"/admin/queue_engine/job/{data.running.id}/change/" in page
+
+
+# --- the console's containment filters ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "key"),
+    [
+        ("payload", '{"db_password": "hunter2"}', "db_password"),
+        ("payload", '{"nested": {"Authorization": "Bearer abc"}}', "Authorization"),
+        ("payload", '{"items": [{"api_token": "x"}]}', "api_token"),
+        ("meta", '{"webhook_secret": "m3ta-s3cret"}', "webhook_secret"),
+    ],
+)
+def test_a_containment_filter_naming_a_masked_key_is_refused(
+    viewer: Client, data: ConsoleData, name: str, value: str, key: str
+) -> None:
+    right = viewer.get("/jobs/", {name: value}).content.decode()
+    wrong = viewer.get("/jobs/", {name: value.replace("hunter2", "hunter3")}).content.decode()
+
+    assert (
+        escape(f"The {name} filter names the key {key!r}, whose values the console masks") in right
+    )
+    assert "It was left out." in right
+    assert listed(right) == listed(wrong), "the answer does not depend on the guess"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("payload", '{"nested": {"region": "eu"}}'), ("meta", '{"tenant": "acme"}')],
+)
+def test_a_containment_filter_on_unmasked_keys_still_filters(
+    viewer: Client, data: ConsoleData, name: str, value: str
+) -> None:
+    page = viewer.get("/jobs/", {name: value}).content.decode()
+
+    assert listed(page) == {data.running.id}
+    assert "masks" not in page
+
+
+def test_all_that_match_refuses_a_filter_naming_a_masked_key(
+    operator: Client, data: ConsoleData
+) -> None:
+    form = {
+        "action": "cancel",
+        "scope": "matching",
+        "match_payload": '{"db_password": "hunter2"}',
+        "confirm": "yes",
+        "upto": data.running.id,
+    }
+
+    response = operator.post("/jobs/bulk/", form, follow=True)
+
+    assert "whose values the console masks" in response.content.decode()
+    assert not AuditEvent.objects.filter(actor="user-operator").exists()
+    assert Job.objects.filter(pk=data.running.id, meta__has_key="cancel_requested").count() == 0

@@ -1,0 +1,85 @@
+"""The shape of queue_engine that keeps it readable: no import cycles, no module too long.
+
+An import inside a function counts (a lazy import that dodges a cycle is still a cycle);
+an import under TYPE_CHECKING does not, since it never runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import grimp
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "queue_engine"
+LONGEST = 500
+
+
+def cycles(imports: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for other in imports.get(module, ()):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in on_stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(imports):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle_through_three_modules_and_nothing_else() -> None:
+    imports = {"a": ["b"], "b": ["c"], "c": ["a", "d"], "d": [], "e": ["e2"], "e2": []}
+
+    assert cycles(imports) == [["a", "b", "c"]]
+
+
+def test_queue_engine_has_no_import_cycles() -> None:
+    graph = grimp.build_graph(
+        "queue_engine", include_external_packages=False, exclude_type_checking_imports=True
+    )
+    imports = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+
+    found = cycles(imports)
+
+    described = [
+        " <-> ".join(group)
+        + ": "
+        + "; ".join(f"{a} imports {b}" for a in group for b in imports[a] if b in group)
+        for group in found
+    ]
+    assert not found, "import cycles in queue_engine:\n" + "\n".join(described)
+
+
+@pytest.mark.parametrize(
+    "path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE))
+)
+def test_no_module_is_longer_than_500_lines(path: Path) -> None:
+    lines = len(path.read_text().splitlines())
+
+    assert lines <= LONGEST, (
+        f"{path.relative_to(PACKAGE.parent)} has {lines} lines; split it by concern"
+    )

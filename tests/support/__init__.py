@@ -1,0 +1,1 @@
+"""Helpers the tests share: job kinds, worker processes, console data and users."""

@@ -1,0 +1,38 @@
+"""Reading a flow's state and its ended nodes, and settling a node by hand, for the flow tests."""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from queue_engine.models import Flow as FlowRow
+from queue_engine.models import JobRecord
+from tests.support.workers import wait_for
+
+
+def flow_state(flow_id: int, state: str, timeout: float = 30) -> FlowRow:
+    return wait_for(
+        lambda: FlowRow.objects.filter(pk=flow_id, state=state).first(),
+        timeout=timeout,
+        message=f"flow {flow_id} to be {state}",
+    )
+
+
+def records(flow_id: int) -> dict[str | None, JobRecord]:
+    return {r.node_key: r for r in JobRecord.objects.filter(flow_id=flow_id)}
+
+
+def succeed_by_hand(job_id: int, result: str = "null") -> None:
+    """Move a live job to the history as succeeded with this JSON result, as a settle
+    would, without counting down any flow children (what a worker that died right after
+    its settle leaves)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH gone AS (DELETE FROM queue_engine_job WHERE id = %s RETURNING *) "
+            "INSERT INTO queue_engine_jobrecord (id, queue, kind, payload, attempt, "
+            "max_attempts, errors, labels, flow_id, node_key, meta, progress_message, "
+            "rescues, run_at, created_at, state, result, finished_at) "
+            "SELECT id, queue, kind, payload, 1, max_attempts, errors, labels, flow_id, "
+            "node_key, meta, '', 0, run_at, created_at, 'succeeded', %s::jsonb, now() "
+            "FROM gone",
+            [job_id, result],
+        )

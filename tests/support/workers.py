@@ -1,0 +1,115 @@
+"""Real `manage.py runworker` subprocesses against the test database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def database_url_for_tests() -> str:
+    s = connection.settings_dict
+    user = quote(s.get("USER") or "")
+    password = f":{quote(s['PASSWORD'])}" if s.get("PASSWORD") else ""
+    host = s.get("HOST") or ""
+    if host.startswith("/"):
+        return f"postgresql://{user}{password}@/{s['NAME']}?host={host}"
+    port = f":{s['PORT']}" if s.get("PORT") else ""
+    return f"postgresql://{user}{password}@{host}{port}/{s['NAME']}"
+
+
+def production_environ() -> dict[str, str]:
+    """This process's environment for a worker or daphne subprocess, which runs as in
+    production: without DJANGO_ALLOW_ASYNC_UNSAFE, which the browser tests set for
+    Playwright (tests/browser/conftest.py) and which would hide ORM calls made from
+    async code."""
+    return {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+
+
+def wait_for(
+    predicate: Callable[[], Any],
+    timeout: float = 10.0,
+    interval: float = 0.05,
+    message: str = "condition",
+) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        time.sleep(interval)
+
+
+class Workers:
+    """Start and stop runworker processes; their output goes to files under tmp_path."""
+
+    def __init__(self, tmp_path: Path, database_url: str | None = None) -> None:
+        self.tmp_path = tmp_path
+        self.database_url = database_url or database_url_for_tests()
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.logs: list[Path] = []
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = production_environ()
+        env.update(
+            {
+                "DATABASE_URL": self.database_url,
+                "JOBSITE_JOB_MODULES": "tests.support.jobs",
+                "DJANGO_SETTINGS_MODULE": "jobsite.settings",
+                "PYTHONUNBUFFERED": "1",
+                "JOBSITE_DB_POOL": "0",  # importing jobsite.asgi in a test sets it for daphne
+            }
+        )
+        env.update(extra)
+        return env
+
+    def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        log_path = self.tmp_path / f"worker-{len(self.logs)}.log"
+        self.logs.append(log_path)
+        proc = subprocess.Popen(
+            [sys.executable, "manage.py", "runworker", "--poll-interval", "0.2", *args],
+            cwd=ROOT,
+            env=self.env(**(env or {})),
+            stdout=log_path.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def run_burst(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "manage.py", "runworker", "--burst", "--poll-interval", "0.2", *args],
+            cwd=ROOT,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def output(self) -> str:
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')}" for p in self.logs if p.exists()
+        )
+
+    def stop_all(self, timeout: float = 15) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

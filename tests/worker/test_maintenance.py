@@ -1,0 +1,382 @@
+"""Leader maintenance: retention GC of the history and the metrics rollup."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from itertools import count
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from queue_engine.models import (
+    Flow,
+    JobLog,
+    JobRecord,
+    MetricBucket,
+    QueueConfig,
+    RollupState,
+)
+from queue_engine.worker.services import delete_expired, roll_up, rollup
+from queue_engine.worker.services.retention import Swept
+from tests.support.services import run_service
+from tests.support.workers import Workers, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ids = count(1_000_000)
+
+
+def database_now() -> datetime:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT now()")
+        now: datetime = cursor.fetchone()[0]
+    return now.astimezone(UTC)
+
+
+def record(
+    finished: datetime,
+    *,
+    queue: str = "gc",
+    state: str = "succeeded",
+    kind: str = "tests.noop",
+    wait: float = 0.5,
+    run: float | None = 1.0,
+    attempt: int = 1,
+) -> JobRecord:
+    started = None if run is None else finished - timedelta(seconds=run)
+    run_at = (started or finished) - timedelta(seconds=wait)
+    return JobRecord(
+        id=next(ids),
+        queue=queue,
+        kind=kind,
+        state=state,
+        attempt=attempt,
+        run_at=run_at,
+        created_at=run_at,
+        started_at=started,
+        finished_at=finished,
+    )
+
+
+def with_logs(records: list[JobRecord]) -> list[JobRecord]:
+    JobRecord.objects.bulk_create(records)
+    JobLog.objects.bulk_create(
+        JobLog(job_id=r.id, attempt=1, seq=1, stream="log", text="hi") for r in records
+    )
+    return records
+
+
+def rolled_up_to(moment: datetime) -> None:
+    RollupState.objects.update_or_create(name="metrics", defaults={"rolled_up_to": moment})
+
+
+# --- retention --------------------------------------------------------------------------
+
+
+def test_gc_removes_only_what_is_past_its_queue_window_with_its_logs(conninfo: str) -> None:
+    QueueConfig.objects.create(
+        name="gc", retain_succeeded=3600, retain_failed=7200, retain_cancelled=60
+    )
+    QueueConfig.objects.create(name="other")  # the defaults: a day, a week, a day
+    now = database_now()
+    rolled_up_to(now)
+    h = timedelta(hours=1)
+    expired = with_logs(
+        [
+            record(now - 2 * h),
+            record(now - 3 * h, state="failed"),
+            record(now - timedelta(minutes=2), state="cancelled"),
+        ]
+    )
+    kept = with_logs(
+        [
+            record(now - h / 2),
+            record(now - h, state="failed"),
+            record(now - timedelta(seconds=10), state="cancelled"),
+            record(now - 2 * h, queue="other"),
+            record(now - 3 * h, queue="other", state="failed"),
+        ]
+    )
+
+    collected = run_service(conninfo, delete_expired)
+
+    remaining = set(JobRecord.objects.values_list("id", flat=True))
+    assert remaining == {r.id for r in kept}
+    assert set(JobLog.objects.values_list("job_id", flat=True)) == remaining
+    assert (collected.deleted, collected.more) == (len(expired), False)
+
+
+def test_gc_keeps_the_ended_nodes_of_a_flow_still_running(conninfo: str) -> None:
+    QueueConfig.objects.create(name="gc", retain_succeeded=60)
+    now = database_now()
+    rolled_up_to(now)
+    running, ended = (Flow.objects.create(name="slow", state=s) for s in ("running", "failed"))
+    old = now - timedelta(hours=1)
+    nodes = [record(old), record(old), record(old)]
+    for node, flow in zip(nodes, [running, ended, None], strict=True):
+        node.flow_id = flow.pk if flow else None
+    JobRecord.objects.bulk_create(nodes)
+
+    run_service(conninfo, delete_expired)
+
+    # The running flow's children still to run need the parent's output.
+    assert list(JobRecord.objects.values_list("id", flat=True)) == [nodes[0].id]
+
+
+def test_gc_deletes_in_bounded_batches(conninfo: str) -> None:
+    QueueConfig.objects.create(name="gc", retain_succeeded=60)
+    now = database_now()
+    rolled_up_to(now)
+    JobRecord.objects.bulk_create(record(now - timedelta(hours=1)) for _ in range(1050))
+
+    collected = run_service(conninfo, delete_expired, batch_size=100)
+
+    assert (collected.deleted, collected.batches) == (1050, 11)
+    assert not JobRecord.objects.exists()
+
+
+def test_the_leaders_collector_rereads_only_from_where_it_swept(conninfo: str) -> None:
+    QueueConfig.objects.create(name="gc", retain_succeeded=3600)
+    now = database_now()
+    rolled_up_to(now)
+    JobRecord.objects.bulk_create([record(now - timedelta(days=2))])
+    swept = Swept()
+
+    first = run_service(conninfo, delete_expired, swept=swept)
+    JobRecord.objects.bulk_create([record(now - timedelta(hours=1, minutes=5))])
+    second = run_service(conninfo, delete_expired, swept=swept)
+
+    assert (first.deleted, second.deleted) == (1, 1)
+    assert swept.until[("gc", "succeeded")] >= now - timedelta(hours=1)
+
+
+def test_gc_keeps_rows_the_rollup_has_not_counted_yet(conninfo: str) -> None:
+    QueueConfig.objects.create(name="gc", retain_succeeded=60)
+    now = database_now()
+    rolled_up_to(now - timedelta(hours=2))
+    _, recent = with_logs(
+        [record(now - timedelta(hours=3)), record(now - timedelta(hours=2, seconds=30))]
+    )
+
+    run_service(conninfo, delete_expired)
+
+    assert list(JobRecord.objects.values_list("id", flat=True)) == [recent.id]
+
+
+@pytest.mark.parametrize("state_row", [True, False], ids=["watermark NULL", "no state row"])
+def test_gc_deletes_nothing_before_the_rollups_first_watermark(
+    conninfo: str, state_row: bool
+) -> None:
+    QueueConfig.objects.create(name="gc", retain_succeeded=60)
+    if state_row:
+        rolled_up_to(None)  # type: ignore[arg-type]  # the first rollup has not finished
+    now = database_now()
+    old = with_logs([record(now - timedelta(days=2)), record(now - timedelta(hours=1))])
+    swept = Swept()
+
+    collected = run_service(conninfo, delete_expired, swept=swept)
+    swept_before = dict(swept.until)
+    run_service(conninfo, roll_up)
+    after_rollup = run_service(conninfo, delete_expired, swept=swept)
+
+    assert collected.deleted == 0 and swept_before == {}  # the next sweep reads everything
+    assert after_rollup.deleted == len(old) and not JobLog.objects.exists()
+    counted = MetricBucket.objects.filter(size=60, queue="gc")
+    assert sum(counted.values_list("succeeded", flat=True)) == len(old)
+
+
+# --- metrics rollup ---------------------------------------------------------------------
+
+
+def percentile_cont(values: list[float], fraction: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = fraction * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def approx(value: float | None) -> Any:
+    return None if value is None else pytest.approx(value)
+
+
+def expected_minutes(records: list[JobRecord]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    groups: dict[tuple[Any, ...], list[JobRecord]] = defaultdict(list)
+    for r in records:
+        minute = r.finished_at.astimezone(UTC).replace(second=0, microsecond=0)
+        groups[(minute, r.queue, r.kind)].append(r)
+    expected = {}
+    for key, rows in groups.items():
+        started = [(r.started_at, r) for r in rows if r.started_at is not None]
+        waits = [(at - r.run_at).total_seconds() for at, r in started]
+        runs = [(r.finished_at - at).total_seconds() for at, r in started]
+        expected[key] = {
+            "succeeded": sum(r.state == "succeeded" for r in rows),
+            "failed": sum(r.state == "failed" for r in rows),
+            "cancelled": sum(r.state == "cancelled" for r in rows),
+            "retried": sum(max(r.attempt - 1, 0) for r in rows),
+            "timed": len(started),
+            "wait_sum": pytest.approx(sum(waits)),
+            "run_sum": pytest.approx(sum(runs)),
+            "wait_p50": approx(percentile_cont(waits, 0.5)),
+            "wait_p95": approx(percentile_cont(waits, 0.95)),
+            "run_p50": approx(percentile_cont(runs, 0.5)),
+            "run_p95": approx(percentile_cont(runs, 0.95)),
+        }
+    return expected
+
+
+def buckets(size: int) -> dict[tuple[Any, ...], dict[str, Any]]:
+    fields = [
+        "succeeded",
+        "failed",
+        "cancelled",
+        "retried",
+        "timed",
+        "wait_sum",
+        "run_sum",
+        "wait_p50",
+        "wait_p95",
+        "run_p50",
+        "run_p95",
+    ]
+    return {
+        (b["bucket"].astimezone(UTC), b["queue"], b["kind"]): {f: b[f] for f in fields}
+        for b in MetricBucket.objects.filter(size=size).values("bucket", "queue", "kind", *fields)
+    }
+
+
+def random_records(
+    now: datetime, n: int, rng: random.Random, span: timedelta = timedelta(hours=3)
+) -> list[JobRecord]:
+    records = []
+    for _ in range(n):
+        state = rng.choices(["succeeded", "failed", "cancelled"], [8, 1, 1])[0]
+        never_started = state == "cancelled" and rng.random() < 0.5
+        records.append(
+            record(
+                now - span * rng.random() - timedelta(seconds=2),
+                queue=rng.choice(["a", "b", "c"]),
+                kind=rng.choice(["tests.noop", "tests.add"]),
+                state=state,
+                wait=rng.expovariate(1 / 3),
+                run=None if never_started else rng.expovariate(1 / 2),
+                attempt=rng.choice([1, 1, 1, 2, 3]),
+            )
+        )
+    return records
+
+
+def test_the_rollup_matches_the_raw_rows(conninfo: str) -> None:
+    now = database_now()
+    records = random_records(now, 3000, random.Random(5))
+    JobRecord.objects.bulk_create(records)
+
+    first = run_service(conninfo, roll_up)
+    second = run_service(conninfo, roll_up)
+
+    assert buckets(60) == expected_minutes(records)
+    hours: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for (minute, queue, kind), values in buckets(60).items():
+        hours[(minute.replace(minute=0), queue, kind)].append(values)
+    rolled_hours = buckets(3600)
+    assert set(rolled_hours) == set(hours)
+    for key, minutes in hours.items():
+        for name in ("succeeded", "failed", "cancelled", "retried", "timed"):
+            assert rolled_hours[key][name] == sum(m[name] for m in minutes)
+        timed = sum(m["timed"] for m in minutes)
+        if timed == 0:  # e.g. an hour's few rows were all cancelled before they started
+            assert rolled_hours[key]["run_p95"] is None
+            continue
+        weighted = sum((m["run_p95"] or 0) * m["timed"] for m in minutes) / timed
+        assert rolled_hours[key]["run_p95"] == pytest.approx(weighted)
+    assert first.rolled_up_to is not None and second.rolled_up_to is not None
+    assert now - timedelta(minutes=1) <= second.rolled_up_to <= database_now()
+
+
+def test_the_rollup_is_incremental_and_counts_late_rows_once(conninfo: str) -> None:
+    now = database_now()
+    rng = random.Random(7)
+    records = random_records(now, 500, rng, span=timedelta(hours=5))
+    JobRecord.objects.bulk_create(records)
+    run_service(conninfo, roll_up)
+    watermark = RollupState.objects.get().rolled_up_to
+    assert watermark is not None
+
+    late = [
+        record(watermark - timedelta(seconds=30), queue="a"),  # committed after its finish
+        *random_records(database_now(), 50, rng, span=timedelta(seconds=1)),
+    ]
+    JobRecord.objects.bulk_create(late)
+    run_service(conninfo, roll_up)
+    run_service(conninfo, roll_up)
+
+    assert buckets(60) == expected_minutes(records + late)
+    assert sum(
+        b["succeeded"] + b["failed"] + b["cancelled"] for b in buckets(3600).values()
+    ) == len(records) + len(late)
+
+
+def test_a_first_rollup_over_a_long_history_goes_in_hour_chunks(conninfo: str) -> None:
+    now = database_now()
+    JobRecord.objects.bulk_create(
+        random_records(now, 400, random.Random(3), span=timedelta(hours=30))
+    )
+
+    passes = []
+    while True:
+        result = run_service(conninfo, roll_up, budget=0)
+        passes.append(result)
+        if not result.more:
+            break
+
+    assert len(passes) >= 30
+    totals = MetricBucket.objects.filter(size=3600).values_list("succeeded", "failed", "cancelled")
+    assert sum(map(sum, totals)) == 400
+
+
+def test_a_rollup_whose_passes_slow_down_counts_every_row_once(
+    conninfo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every pass counts as slow: the chunk halves from an hour to 7.5 minutes and less,
+    # so passes end in the middle of a minute.
+    monkeypatch.setattr(rollup, "FAST_PASS", 0.0)
+    monkeypatch.setattr(rollup, "SLOW_PASS", 0.0)
+    now = database_now()
+    records = random_records(now, 2000, random.Random(11), span=timedelta(hours=2))
+    JobRecord.objects.bulk_create(records)
+
+    while run_service(conninfo, roll_up, budget=60).more:
+        pass
+
+    assert buckets(60) == expected_minutes(records)
+    totals = MetricBucket.objects.filter(size=3600).values_list("succeeded", "failed", "cancelled")
+    assert sum(map(sum, totals)) == len(records)
+
+
+def test_the_rollup_outlives_retention(conninfo: str) -> None:
+    QueueConfig.objects.create(name="gc", retain_succeeded=60)
+    now = database_now()
+    JobRecord.objects.bulk_create([record(now - timedelta(hours=2)) for _ in range(5)])
+
+    run_service(conninfo, roll_up)
+    run_service(conninfo, delete_expired)
+
+    assert not JobRecord.objects.exists()
+    assert sum(MetricBucket.objects.filter(size=60).values_list("succeeded", flat=True)) == 5
+
+
+@pytest.mark.slow
+def test_the_leader_rolls_up_then_collects(workers: Workers) -> None:
+    QueueConfig.objects.create(name="gc", retain_succeeded=60)
+    now = database_now()
+    JobRecord.objects.bulk_create([record(now - timedelta(minutes=10)) for _ in range(20)])
+
+    workers.start("--queues", "gc")
+
+    wait_for(lambda: not JobRecord.objects.exists(), timeout=45, message="the collector")
+    assert sum(MetricBucket.objects.filter(size=60).values_list("succeeded", flat=True)) == 20
