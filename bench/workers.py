@@ -62,9 +62,8 @@ FLOW_TABLES = (
 # figures do not depend on when autovacuum gets round to the fresh benchmark database:
 # `fleet()` primes them with an untimed drain of PRIME_N jobs (TRUNCATE keeps column
 # statistics), and each timed run analyzes the live tables after filling them. Without
-# history statistics, sql.CLAIM's parent-outputs subquery was seen to scan every
-# succeeded history row for each claimed flow node (a claim of 100 children took 185 ms
-# with 1,001 history rows, 570 ms right after an ANALYZE of the empty history table).
+# history statistics, sql.CLAIM's parent-outputs subquery can scan every succeeded
+# history row for each claimed flow node.
 PRIME_N = 5_000
 STATS_NOTE = "; planner statistics primed by an untimed drain, live tables analyzed after each fill"
 ANALYZE_HISTORY = "ANALYZE queue_engine_jobrecord"

@@ -91,7 +91,7 @@ class FlowRelease(models.Model):
     on a connection of its own (sql.COUNT_DOWN_MORE), each chunk in a transaction
     that also moves `after_child` on (or deletes the row after the last): the first
     children of a 10,000-child fan-out run while the rest are still being released,
-    instead of all waiting for one 200 ms statement. The leader takes over rows a
+    instead of all waiting for one long statement. The leader takes over rows a
     crashed worker left. requeue_flow drops a flow's rows as it recounts.
     """
 

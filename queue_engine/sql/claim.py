@@ -20,11 +20,9 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 #   advisory lock and counts its running jobs once, by group key, with a fresh
 #   snapshot: that count gives the queue's room (a row with no key) and its keys'
 #   rooms. Claimers of a limited queue take turns only for that count, the pick and
-#   the UPDATE, and each counts the others' committed claims. (Group keys used to be
-#   try-locked one by one when the queue had no cap: two claimers ranking the same
-#   head of the queue then left the second with no room on any key, and a queue with
-#   group caps alone drained at 0.46 to 0.48 of a plain one, against 0.79 to 0.86
-#   taking turns.)
+#   the UPDATE, and each counts the others' committed claims. A queue with group caps
+#   alone takes turns too: try-locking its keys one by one instead would leave the
+#   second of two claimers ranking the same head of the queue with no room on any key.
 # - Keys already at their cap (counted without a lock, in q.full_keys) are passed over
 #   when candidates are read: a busy key's backlog would otherwise fill every claim's
 #   candidates and starve the other keys. Their waiting jobs are still walked in the
@@ -164,8 +162,8 @@ WITH configs AS (
 ), logged AS (
     -- Starts are counted per span of a 600th of the rate window (at least 0.1 s), each
     -- row stamped with its span's end: a window's sum reads at most about 600 rows
-    -- however many claims fell in it (with a row per claim, 280 claims a second and a
-    -- 60 s window made each sum read 16,800 rows, 3 ms, twice a claim). A span reaching
+    -- however many claims fell in it (with a row per claim, each sum would read every
+    -- claim of the window, twice a claim, at any rate). A span reaching
     -- into the window counts whole: the limit errs by at most one span, towards fewer
     -- starts.
     INSERT INTO queue_engine_claimlog AS l (queue, at, count)
@@ -182,8 +180,8 @@ WITH configs AS (
     -- rate limit) while it took fewer jobs than it wanted. The worker claims again soon
     -- (worker/lanes.py, HELD_BACK_FIRST) instead of at its next poll: the next claim
     -- passes over the keys this one filled. Counted from what the claim already holds:
-    -- a look into the queue for more work, under the queue's lock, cost every claim of
-    -- drain_with_limits 10 ms.
+    -- a look into the queue for more work, under the queue's lock, would lengthen
+    -- every claim of a limited queue, and the lock's turns with it.
     SELECT c.queue FROM candidates c
      WHERE (SELECT count(*) FROM picked) < %(limit)s
        AND c.id <> ALL(ARRAY(SELECT id FROM picked))

@@ -25,7 +25,8 @@ SELECT %s, p, c, %s FROM unnest(%s::bigint[], %s::bigint[]) AS e(p, c)
 # - A child none of whose other parents is still pending (every parent it waits for
 #   is counted here: a chain's next node, a fan-out's children) is updated here;
 #   it becomes available when its count reaches zero. No other settle touches it, so
-#   it is not locked first (10,000 children of a fan-out: 215 ms with the lock pass).
+#   it is not locked first (a lock pass over a wide fan-out's children costs more than
+#   the update itself).
 # - A child that still waits for parents settling elsewhere (a fan-in's join) gets a
 #   FlowCountdown row instead: an insert, which waits for nobody. RELEASE_COUNTED,
 #   run right after this commits, releases it once its rows add up.
@@ -64,8 +65,8 @@ releasing AS (
     RETURNING j.id, j.queue, j.state, r.flow_id, r.n
 ), counted AS (
     -- The children not updated above, as a set difference: both sides are CTEs the
-    -- planner guesses at one row, and as an anti-join it compared every pair (97 ms
-    -- for a chunk of 1,000).
+    -- planner guesses at one row, and as an anti-join it would compare every pair of
+    -- a chunk.
     INSERT INTO queue_engine_flowcountdown (flow_id, child_id, n)
     SELECT d.flow_id, d.child_id, d.n FROM (
         SELECT r.child_id, r.flow_id, r.n FROM releasing r
@@ -91,8 +92,8 @@ marked AS (
 
 # The queues of the children a countdown made available, added to the session's
 # qe.released for sql.WAKE_LEFT later in the same message (one name per queue: a
-# fan-out's root releasing 10,000 children notes one queue, and WAKE_LEFT no longer
-# walks its 10,000 edges again to find them). Set outside the settle's transaction
+# fan-out's root releasing 10,000 children notes one queue, so WAKE_LEFT need not
+# walk its 10,000 edges again to find them). Set outside the settle's transaction
 # scope (is_local false) so the claim's transaction after its commit reads it; an
 # aborted settle takes its note back with it.
 NOTE_RELEASED = """

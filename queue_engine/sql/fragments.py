@@ -57,11 +57,10 @@ MOVED = (
 
 # Settles and renewals name their rows by id, and read each row's token and values
 # from the batch's arrays at its position (`AT`): no join for a plan to get wrong. A
-# generic plan of the join it replaced, made when the table held few running jobs,
-# walked every running job in a nested loop and unnested the arrays again for each:
-# 16 ms for a settle of 100 (128 ms for a fan-out's root), on the lane connections
-# that happened to plan it that way, for as long as they lived. (A batch never names a
-# job twice.)
+# generic plan of a join against the arrays, made when the table held few running
+# jobs, can walk every running job in a nested loop and unnest the arrays again for
+# each, on every lane connection that planned it so, for as long as it lives. (A batch
+# never names a job twice.)
 def at(alias: str) -> str:
     """The position in the batch's arrays of the row `alias` names."""
     return f"array_position(%(ids)s::bigint[], {alias}.id)"

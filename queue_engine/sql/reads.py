@@ -151,8 +151,8 @@ _BUCKET_FILTERS = """(%(queues)s::varchar[] IS NULL OR queue = ANY(%(queues)s::v
 # sums add up exactly; percentiles of a point that spans several buckets are the
 # timed-weighted means of the buckets' percentiles. The tail is read by time alone
 # (the BRIN index): given the queue too, the planner would AND the BRIN range with
-# every history row of the queue from the (queue, state, id) index (150,000 index
-# entries for a queue with 15% of 1,000,000 rows, 25 ms, for a tail of a few rows).
+# every history row of the queue from the (queue, state, id) index, reading a large
+# share of the history for a tail of a few rows.
 SERIES = f"""
 WITH tail AS MATERIALIZED (
     SELECT finished_at, queue, kind, state, attempt, started_at, run_at

@@ -105,11 +105,11 @@ RELEASE_RUNNING = _RELEASE.format(
 # wake the other workers for the queues its settle made jobs runnable in now (retried
 # or snoozed with no delay, released: the queues given; flow children counted down to
 # zero: the queues sql.NOTE_RELEASED noted in the session) if its own claim left
-# runnable jobs there. Waking them at the settle's commit instead sent every worker's
-# lanes after a chain's next node, which the settling lane then claimed itself: a herd
-# of empty claims at every step (flow_chain: 5.9 ms a step for the settling message
-# alone). One probe of the claim index per queue: finding the released children again
-# by their parents' edges cost 60 ms after a fan-out's root, 1 ms per 100 children.
+# runnable jobs there. Waking them at the settle's commit would send every worker's
+# lanes after a chain's next node, which the settling lane then claims itself: a herd
+# of empty claims at every step. One probe of the claim index per queue, rather than
+# finding the released children again by their parents' edges, which costs in
+# proportion to a fan-out's width.
 # The note is cleared after it is read (CLEAR_RELEASED).
 WAKE_LEFT = """
 SELECT pg_notify('qe_wake', x.queue) FROM (
