@@ -91,18 +91,6 @@ class Execution:
         "touched_at",
         "worker_id",
     )
-    # The claimed job's columns.
-    job_id: int
-    kind: str
-    queue: str
-    payload: Any
-    attempt: int
-    max_attempts: int
-    backoff: str | None  # JSON text
-    flow_id: int | None
-    node_key: str | None
-    meta: str | None  # JSON text
-    outputs: str | None  # JSON text
 
     def __init__(
         self,
@@ -113,7 +101,8 @@ class Execution:
         output: Output,
         threads: HandlerThreads,
     ) -> None:
-        # backoff and meta arrive as JSON text, parsed only when needed.
+        # The claimed job's columns (see ClaimedJob); backoff and meta arrive as JSON
+        # text, parsed only when needed.
         self.job_id = job.job_id
         self.kind = job.kind
         self.queue = job.queue
