@@ -78,6 +78,7 @@ RELEASE_RUNNING_DEDUP_KEY = """
 """
 
 
+# The live job holding a kind's dedup key, if any (the key is unique among live jobs).
 SELECT_JOB_ID_BY_DEDUP_KEY = """
     SELECT id FROM queue_engine_job WHERE kind = %s AND dedup_key = %s
 """
@@ -96,6 +97,7 @@ ALLOCATE_JOB_IDS = """
 """
 
 
+# The columns a bulk enqueue writes, in COPY_JOBS' and INSERT_JOBS_UNNEST's order.
 BULK_COLUMNS = (
     "id, queue, kind, name, priority, payload, max_attempts, backoff, dedup_key, group_key, "
     "labels, meta, run_at, state"
@@ -126,6 +128,8 @@ INSERT_JOBS_UNNEST = f"""
 """
 
 
+# The live holders of these (kind, dedup key) pairs: a bulk enqueue returns their ids
+# for the items whose keys were taken.
 SELECT_JOB_IDS_BY_DEDUP_KEYS = """
     SELECT j.kind, j.dedup_key, j.id
       FROM queue_engine_job j

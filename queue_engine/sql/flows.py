@@ -2,6 +2,7 @@
 
 from queue_engine.sql.fragments import MOVED, SUCCEEDED_DONE, SUCCEEDED_MOVE, at, back_to_live
 
+# A flow's own row; its nodes and edges follow in the same transaction.
 INSERT_FLOW = """
 INSERT INTO queue_engine_flow (name, default_priority, meta, rerun_of)
 VALUES (%s, %s, %s::jsonb, %s)
@@ -9,6 +10,8 @@ RETURNING id
 """
 
 
+# A flow's edges, parent to child, in one statement (`dynamic` marks a join's spawned
+# children).
 INSERT_EDGES = """
 INSERT INTO queue_engine_flowedge (flow_id, parent_id, child_id, dynamic)
 SELECT %s, p, c, %s FROM unnest(%s::bigint[], %s::bigint[]) AS e(p, c)
@@ -104,6 +107,8 @@ SELECT set_config('qe.released', (
 """
 
 
+# Succeeded flow nodes: moved to the history like SETTLE_SUCCEEDED, fenced by their
+# claim token, and their children counted down in the same transaction (see above).
 SETTLE_SUCCEEDED_FLOW = f"""
 WITH {SUCCEEDED_DONE}, moved AS ({SUCCEEDED_MOVE}
 ), parents AS (SELECT id, 0::bigint AS after FROM done), {_NEXT_CHUNKS},
@@ -198,6 +203,8 @@ SELECT (SELECT count(*) FROM marker), (SELECT count(*) FROM released),
 COUNTDOWN_FLOWS = "SELECT DISTINCT flow_id FROM queue_engine_flowcountdown"
 
 
+# Countdown rows whose child is no longer blocked (released, removed or rerun): nothing
+# reads them again.
 PRUNE_COUNTDOWNS = """
 DELETE FROM queue_engine_flowcountdown c
  WHERE NOT EXISTS (SELECT 1 FROM queue_engine_job j
@@ -267,6 +274,8 @@ SELECT j.flow_id, f.default_priority
 """
 
 
+# The join a spawner's flow node feeds, by its key: the child that must also wait for
+# what the spawner adds.
 JOIN_HELD_BY = """
 SELECT e.child_id FROM queue_engine_flowedge e
   JOIN queue_engine_job j ON j.id = e.child_id
@@ -274,6 +283,7 @@ SELECT e.child_id FROM queue_engine_flowedge e
 """
 
 
+# A join waits for that many more parents (children a running node spawned).
 ADD_PENDING = """
 UPDATE queue_engine_job SET pending_deps = pending_deps + %s WHERE id = %s
 """
@@ -337,6 +347,8 @@ RETURNING j.id
 """
 
 
+# After a requeue: each blocked node's count of the parents it still waits for,
+# recounted from its edges in one snapshot (the flow's countdown rows go).
 RECOUNT_FLOW_DEPENDENCIES = """
 WITH wiped AS (
     -- What is left of the countdown is recounted below, in this statement's snapshot:
@@ -364,15 +376,18 @@ RETURNING j.queue, j.state
 """
 
 
+# The columns a flow's submit writes per node, in COPY_FLOW_JOBS' order.
 FLOW_COPY_COLUMNS = (
     "id, queue, kind, name, priority, payload, max_attempts, backoff, dedup_key, group_key, "
     "labels, meta, run_at, state, flow_id, node_key, pending_deps"
 )
 
 
+# A flow's nodes, written with COPY in the submit's transaction.
 COPY_FLOW_JOBS = f"COPY queue_engine_job ({FLOW_COPY_COLUMNS}) FROM STDIN"
 
 
+# Every node of a flow, live or ended, with what a rerun needs to build it again.
 FLOW_NODES_FOR_RERUN = """
 SELECT id, kind, node_key, payload, queue, priority, name, max_attempts, backoff, group_key,
        labels, meta
@@ -384,11 +399,13 @@ SELECT id, kind, node_key, payload, queue, priority, name, max_attempts, backoff
 """
 
 
+# A flow's edges, for a rerun to copy.
 FLOW_EDGES = """
 SELECT parent_id, child_id, dynamic FROM queue_engine_flowedge WHERE flow_id = %s
 """
 
 
+# The flows these ended jobs belonged to: the rescue refreshes their state.
 FLOWS_OF_RECORDS = """
 SELECT DISTINCT flow_id FROM queue_engine_jobrecord
  WHERE id = ANY(%s::bigint[]) AND flow_id IS NOT NULL

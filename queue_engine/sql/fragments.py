@@ -66,9 +66,12 @@ def at(alias: str) -> str:
     return f"array_position(%(ids)s::bigint[], {alias}.id)"
 
 
+# The position of row `j` in the batch's arrays.
 AT = at("j")
 
 
+# Only rows this claim still holds: running, with the claim's token. A row rescued,
+# cancelled or settled by an earlier try is left alone.
 FENCED = f"""j.id = ANY(%(ids)s::bigint[]) AND j.state = 'running'
        AND j.claim_token = (%(tokens)s::bigint[])[{AT}]"""
 
@@ -82,12 +85,14 @@ SUCCEEDED_DONE = f"""done AS (
 )"""
 
 
+# The history rows of the jobs in `done`, as succeeded, with their results.
 SUCCEEDED_MOVE = f"""
 INSERT INTO queue_engine_jobrecord ({MOVED}, state, result, worker, finished_at)
 SELECT {MOVED}, 'succeeded', d_result, lease_owner, now() FROM done
 RETURNING id"""
 
 
+# Row `j`'s delay in the batch's array, in seconds.
 DELAY = f"(%(delays)s::float8[])[{AT}]"
 
 
@@ -111,6 +116,7 @@ def back_to_live(rows: str, counter: str) -> str:
            || jsonb_build_object('{counter}', COALESCE((meta->>'{counter}')::int, 0) + 1)"""
 
 
+# The database clock: every time the engine compares comes from it, not from a host's.
 DATABASE_NOW = "SELECT now()"
 
 

@@ -4,6 +4,7 @@ and the sweeps of stale workers and old claim-log rows.
 
 from queue_engine.sql.fragments import MOVED
 
+# Claim-log rows older than their queue's rate window: no rate limit reads them again.
 PRUNE_CLAIM_LOG = """
 DELETE FROM queue_engine_claimlog l
  WHERE l.at < now() - make_interval(secs => COALESCE(
@@ -98,13 +99,17 @@ SELECT 'cancelled', id, queue FROM cancelled
 """
 
 
+# Registrations of workers that have not heartbeated for that many seconds.
 SWEEP_STALE_WORKERS = """
 DELETE FROM queue_engine_workerprocess
  WHERE heartbeat_at < now() - make_interval(secs => %s)
 """
 
 
+# The advisory lock whose holder is the leader: one holder in the whole fleet, and
+# Postgres frees it when the holder's connection ends.
 LEADER_LOCK_KEY = 7_146_010_351_917_311  # pg_try_advisory_lock key of the leader
 
 
+# Take the leader's lock if it is free; never waits.
 TRY_LEADER_LOCK = "SELECT pg_try_advisory_lock(%s)"

@@ -2,6 +2,7 @@
 
 from queue_engine.sql.fragments import BUCKET_ORIGIN, MINUTE_FIGURES, WAIT_AND_RUN
 
+# Each queue's retention windows, in seconds per ended state.
 RETENTION_WINDOWS = """
 SELECT name, retain_succeeded, retain_failed, retain_cancelled
   FROM queue_engine_queueconfig
@@ -19,6 +20,8 @@ _RETENTION_CUTOFF = """(SELECT LEAST(now() - make_interval(secs => %(keep)s),
          WHERE name = 'metrics' AND rolled_up_to IS NOT NULL)"""
 
 
+# The finish time before which a state's rows may go: its window ago, and never past
+# what the metrics rollup has counted.
 RETENTION_CUTOFF = f"SELECT {_RETENTION_CUTOFF}"
 
 
@@ -46,6 +49,7 @@ RETURNING r.id
 """
 
 
+# The rollup's watermark row, created once.
 ENSURE_ROLLUP_STATE = """
 INSERT INTO queue_engine_rollupstate (name, rolled_up_to) VALUES ('metrics', NULL)
 ON CONFLICT (name) DO NOTHING
@@ -58,14 +62,17 @@ SELECT rolled_up_to, now() FROM queue_engine_rollupstate WHERE name = 'metrics' 
 """
 
 
+# Where a first rollup starts.
 OLDEST_FINISHED = "SELECT min(finished_at) FROM queue_engine_jobrecord"
 
 
+# Move the watermark: everything that finished before it is in the buckets.
 SET_ROLLED_UP_TO = """
 UPDATE queue_engine_rollupstate SET rolled_up_to = %s WHERE name = 'metrics'
 """
 
 
+# Buckets of one size in [start, end), about to be recomputed in the same transaction.
 DELETE_BUCKETS = """
 DELETE FROM queue_engine_metricbucket
  WHERE size = %(size)s AND bucket >= %(start)s AND bucket < %(end)s

@@ -14,9 +14,11 @@ SELECT pg_notify('qe_wake', q) FROM unnest(%s::varchar[]) AS q
 NOTIFY_EVENT = "SELECT pg_notify('qe_events', %s)"
 
 
+# Several console hints in one statement.
 NOTIFY_EVENTS = "SELECT pg_notify('qe_events', e) FROM unnest(%s::text[]) AS e"
 
 
+# A control message to every worker (an operator's cancel, a resumed queue).
 NOTIFY_CONTROL = "SELECT pg_notify('qe_control', %s)"
 
 

@@ -45,6 +45,9 @@ RETURNING id, queue
 """
 
 
+# Dead or cancelled jobs back to their queue with fresh attempts, their errors kept: each
+# history row becomes a live row again in one statement, and ids that are not in those
+# states are left alone.
 OPS_REDRIVE = f"""
 WITH locked AS (
     SELECT r.id FROM queue_engine_jobrecord r
@@ -76,12 +79,14 @@ SELECT id FROM queue_engine_jobrecord
 """
 
 
+# Delete waiting live jobs for good; a running one is never deleted under its worker.
 OPS_REMOVE_LIVE = """
 DELETE FROM queue_engine_job WHERE id = ANY(%(ids)s::bigint[]) AND state <> 'running'
 RETURNING id, flow_id
 """
 
 
+# Delete ended jobs for good.
 OPS_REMOVE_RECORDS = """
 DELETE FROM queue_engine_jobrecord WHERE id = ANY(%(ids)s::bigint[]) RETURNING id, flow_id
 """

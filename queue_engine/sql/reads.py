@@ -8,6 +8,7 @@ query keeps to the index its filters call for.
 
 from queue_engine.sql.fragments import BUCKET_ORIGIN, MINUTE_FIGURES, WAIT_AND_RUN
 
+# The queues the counts cover (one, or all), in name order.
 QUEUES = """
 SELECT name, paused FROM queue_engine_queueconfig
  WHERE (%(queue)s::varchar IS NULL OR name = %(queue)s)
@@ -133,6 +134,7 @@ SELECT b.queue,
 """
 
 
+# The rollup's watermark and the database clock, read together.
 ROLLED_UP_TO = "SELECT rolled_up_to, now() FROM queue_engine_rollupstate WHERE name = 'metrics'"
 
 
@@ -264,6 +266,8 @@ SELECT {_HISTORY_COLUMNS} FROM queue_engine_jobrecord
 """
 
 
+# The page after `after` among ended jobs, oldest first (the list then shows it newest
+# first).
 HISTORY_NEWER = f"""
 SELECT {_HISTORY_COLUMNS} FROM queue_engine_jobrecord
  WHERE {_LIST_FILTERS}
@@ -288,6 +292,8 @@ SELECT * FROM in_range
  WHERE true"""
 
 
+# The page before `before` among jobs that ended in the time range, bounded below by
+# `floor` (the range's first id): the finished_at index finds the range, ids page it.
 HISTORY_OLDER_IN_TIME_RANGE = f"""{_IN_TIME_RANGE}
    AND (%(before)s::bigint IS NULL OR id < %(before)s)
    AND (%(floor)s::bigint IS NULL OR id >= %(floor)s)
@@ -295,6 +301,7 @@ HISTORY_OLDER_IN_TIME_RANGE = f"""{_IN_TIME_RANGE}
 """
 
 
+# The page after `after` among jobs that ended in the time range, below `ceiling`.
 HISTORY_NEWER_IN_TIME_RANGE = f"""{_IN_TIME_RANGE}
    AND id > %(after)s
    AND (%(ceiling)s::bigint IS NULL OR id < %(ceiling)s)
@@ -315,6 +322,7 @@ CONSOLE_SESSION = (
 )
 
 
+# A console connection's session back to the server's defaults.
 CONSOLE_SESSION_RESET = ("RESET statement_timeout", "RESET jit")
 
 
@@ -326,6 +334,7 @@ _FLOW_FILTERS = """(%(state)s::varchar IS NULL OR state = %(state)s)
    AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)"""
 
 
+# The page of flows before `before`, newest first.
 FLOWS_OLDER = f"""
 SELECT id, name, state, rerun_of, created_at, finished_at, removed_nodes FROM queue_engine_flow
  WHERE {_FLOW_FILTERS} AND (%(before)s::bigint IS NULL OR id < %(before)s)
@@ -333,6 +342,7 @@ SELECT id, name, state, rerun_of, created_at, finished_at, removed_nodes FROM qu
 """
 
 
+# The page of flows after `after`, oldest first.
 FLOWS_NEWER = f"""
 SELECT id, name, state, rerun_of, created_at, finished_at, removed_nodes FROM queue_engine_flow
  WHERE {_FLOW_FILTERS} AND id > %(after)s
@@ -373,6 +383,7 @@ SELECT * FROM (
 """
 
 
+# A flow graph's edges among its first nodes (ids up to `upto`), in insertion order.
 FLOW_GRAPH_EDGES = """
 SELECT parent_id, child_id, dynamic FROM queue_engine_flowedge
  WHERE flow_id = %(flow)s AND parent_id <= %(upto)s AND child_id <= %(upto)s
@@ -418,7 +429,9 @@ SELECT queue, COALESCE(errors->-1->>'class', '') AS error_class, count(*) AS n,
 """
 
 
+# The class of a job's last error ('' when it has none), for grouping failures.
 LAST_ERROR_CLASS = "COALESCE(errors->-1->>'class', '')"
 
 
+# The start of a job's last error message, as lists show it.
 LAST_ERROR_MESSAGE = "left(errors->-1->>'message', 300)"

@@ -62,6 +62,7 @@ SELECT meta ? 'cancel_requested' FROM queue_engine_job
 """
 
 
+# A batch of log lines from the arrays of their columns, in one statement.
 INSERT_LOGS = """
 INSERT INTO queue_engine_joblog (job_id, attempt, seq, stream, level, at, text)
 SELECT * FROM unnest(%(job_ids)s::bigint[], %(attempts)s::int[], %(seqs)s::int[],

@@ -15,6 +15,8 @@ SELECT EXISTS (SELECT 1 FROM queue_engine_schedule WHERE enabled AND next_fire_a
 """
 
 
+# Enabled schedules whose next fire time has come, the most overdue first, locked so
+# that a second leader (one that does not know yet it was replaced) skips them.
 SELECT_DUE_SCHEDULES = """
 SELECT id, name, kind, payload, queue, priority, every, cron, timezone, missed_fire_policy,
        next_fire_at, now()

@@ -11,6 +11,8 @@ from queue_engine.sql.fragments import (
     at,
 )
 
+# Succeeded jobs (not flow nodes): out of the live table and into the history, fenced by
+# their claim token, in one statement.
 SETTLE_SUCCEEDED = f"WITH {SUCCEEDED_DONE}{SUCCEEDED_MOVE}\n"
 
 
@@ -88,6 +90,8 @@ RETURNING j.id, j.queue
 """
 
 
+# Jobs given back unfinished (a stop, a lost lease): available again at once, the
+# attempt not counted, unless an operator asked to cancel them.
 RELEASE = _RELEASE.format(run_at="", fenced=FENCED, not_cancelled=CANCEL_NOT_REQUESTED)
 
 
@@ -122,6 +126,7 @@ SELECT pg_notify('qe_wake', x.queue) FROM (
 """
 
 
+# Forget the queues NOTE_RELEASED noted, once WAKE_LEFT has read them.
 CLEAR_RELEASED = "SELECT set_config('qe.released', '', false)"
 
 

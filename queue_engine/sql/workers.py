@@ -1,5 +1,6 @@
 """The workers' own registrations, which the console lists."""
 
+# A worker's registration, written at start and again if a sweep removed it.
 REGISTER_WORKER = """
 INSERT INTO queue_engine_workerprocess
        (id, host, pid, queues, labels, concurrency, in_flight, is_leader, started_at, heartbeat_at)
@@ -12,6 +13,7 @@ ON CONFLICT (id) DO UPDATE
 """
 
 
+# A worker is alive: its heartbeat, its jobs in flight, whether it leads.
 WORKER_HEARTBEAT = """
 UPDATE queue_engine_workerprocess
    SET heartbeat_at = now(), in_flight = %(in_flight)s, is_leader = %(is_leader)s
@@ -19,6 +21,7 @@ UPDATE queue_engine_workerprocess
 """
 
 
+# A worker that stops removes its registration.
 UNREGISTER_WORKER = "DELETE FROM queue_engine_workerprocess WHERE id = %s"
 
 
