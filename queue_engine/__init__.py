@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         ScheduleError,
         Snooze,
     )
+    from queue_engine.flows import Flow, Node
     from queue_engine.kinds import job
 
 # Where each public name lives. The package resolves them lazily, so that
@@ -35,6 +36,8 @@ _HOMES = {
     "Fatal": "queue_engine.exceptions",
     "FilterError": "queue_engine.exceptions",
     "FlowError": "queue_engine.exceptions",
+    "Flow": "queue_engine.flows",
+    "Node": "queue_engine.flows",
     "NarrowFilter": "queue_engine.exceptions",
     "LeaseExpired": "queue_engine.exceptions",
     "Retry": "queue_engine.exceptions",
@@ -48,10 +51,12 @@ __all__ = [
     "EnqueueError",
     "Fatal",
     "FilterError",
+    "Flow",
     "FlowError",
     "JobSpec",
     "LeaseExpired",
     "NarrowFilter",
+    "Node",
     "Retry",
     "ScheduleError",
     "Snooze",
