@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,9 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True
+# Without collectstatic, the finders serve the static files and STATIC_ROOT does not
+# exist yet: WhiteNoise's warning about it would greet every start of `make run`.
+warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
 
 LOGIN_URL = "console:login"
 LOGIN_REDIRECT_URL = "console:overview"

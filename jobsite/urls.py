@@ -1,7 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Django's default login path, where other apps and habits send people: the console's.
+    path(
+        "accounts/login/",
+        RedirectView.as_view(pattern_name="console:login", query_string=True),
+    ),
     path("", include("queue_engine.console.urls")),
 ]

@@ -19,45 +19,71 @@ Action = Literal["cancel", "retry", "remove", "redrive"]
 ACTIONS: tuple[Action, ...] = ("cancel", "retry", "remove", "redrive")
 MAX_SELECTION = 1000
 
-# For each action: what happens to a job in each state it accepts, and why it
-# skips the others.
-EFFECTS: dict[Action, dict[str, str]] = {
+# For each action: what happens to the jobs of each state it accepts, said of one job
+# and of several ("1 running job will be told to stop; whatever it returns is
+# discarded"), and why it skips the others.
+type Wording = tuple[str, str]  # (one, many)
+
+DELETED: Wording = ("be deleted for good", "be deleted for good")
+FRESH_ATTEMPTS: Wording = (
+    "go back to its queue with fresh attempts",
+    "go back to their queue with fresh attempts",
+)
+EFFECTS: dict[Action, dict[str, Wording]] = {
     "cancel": {
-        "available": "stop waiting and move to history as cancelled",
-        "scheduled": "stop waiting and move to history as cancelled",
-        "blocked": "stop waiting for their flow and move to history as cancelled",
-        "running": "are told to stop; whatever they return is discarded",
+        "available": ("stop waiting and move to history as cancelled",) * 2,
+        "scheduled": ("stop waiting and move to history as cancelled",) * 2,
+        "blocked": (
+            "stop waiting for its flow and move to history as cancelled",
+            "stop waiting for their flow and move to history as cancelled",
+        ),
+        "running": (
+            "be told to stop; whatever it returns is discarded",
+            "be told to stop; whatever they return is discarded",
+        ),
     },
     "retry": {
-        "available": "run now",
-        "scheduled": "run now instead of at their scheduled time",
-        "failed": "go back to their queue with fresh attempts",
-        "cancelled": "go back to their queue with fresh attempts",
-        "succeeded": "run again with fresh attempts",
+        "available": ("run now",) * 2,
+        "scheduled": (
+            "run now instead of at its scheduled time",
+            "run now instead of at their scheduled time",
+        ),
+        "failed": FRESH_ATTEMPTS,
+        "cancelled": FRESH_ATTEMPTS,
+        "succeeded": ("run again with fresh attempts",) * 2,
     },
     "remove": {
-        "available": "are deleted for good",
-        "scheduled": "are deleted for good",
-        "blocked": "are deleted for good",
-        "succeeded": "are deleted for good",
-        "failed": "are deleted for good",
-        "cancelled": "are deleted for good",
+        state: DELETED
+        for state in ("available", "scheduled", "blocked", "succeeded", "failed", "cancelled")
     },
-    "redrive": {
-        "failed": "go back to their queue with fresh attempts",
-        "cancelled": "go back to their queue with fresh attempts",
-    },
+    "redrive": {"failed": FRESH_ATTEMPTS, "cancelled": FRESH_ATTEMPTS},
 }
-SKIPPED_BECAUSE: dict[Action, str] = {
-    "cancel": "already ended",
-    "retry": "running or waiting for their flow",
-    "remove": "running (cancel them first)",
-    "redrive": "not dead or cancelled",
+SKIPPED_BECAUSE: dict[Action, Wording] = {
+    "cancel": ("it has already ended", "they have already ended"),
+    "retry": (
+        "it is running or waiting for its flow",
+        "they are running or waiting for their flow",
+    ),
+    "remove": ("it is running (cancel it first)", "they are running (cancel them first)"),
+    "redrive": ("it is not dead or cancelled", "they are not dead or cancelled"),
 }
 # ops.retry_jobs leaves these out: their dependants counted them when they succeeded.
-SUCCEEDED_FLOW_NODES = "succeeded as flow nodes, which run again only with their flow"
+SUCCEEDED_FLOW_NODES: Wording = (
+    "it succeeded as a flow node, which runs again only with its flow",
+    "they succeeded as flow nodes, which run again only with their flow",
+)
 # ops.cancel_jobs leaves these out: they were told to stop already.
-ALREADY_STOPPING = "running and already asked to stop"
+ALREADY_STOPPING: Wording = (
+    "it is running and was already asked to stop",
+    "they are running and were already asked to stop",
+)
+GONE: Wording = ("it no longer exists", "they no longer exist")
+
+
+def said(n: int, wording: Wording) -> str:
+    """The wording for n jobs: its first form for one, its second for any other count."""
+    return wording[0] if n == 1 else wording[1]
+
 
 VERBS: dict[Action, str] = {
     "cancel": "Cancel",
@@ -114,11 +140,11 @@ def plan(action: Action, ids: list[int]) -> Plan:
     if action == "retry":
         left_out = reads.succeeded_flow_nodes([i for i, s in states.items() if s == "succeeded"])
         if left_out:
-            result.skipped.append((len(left_out), SUCCEEDED_FLOW_NODES))
+            result.skipped.append((len(left_out), said(len(left_out), SUCCEEDED_FLOW_NODES)))
     elif action == "cancel":
         left_out = reads.stopping_jobs([i for i, s in states.items() if s == "running"])
         if left_out:
-            result.skipped.append((len(left_out), ALREADY_STOPPING))
+            result.skipped.append((len(left_out), said(len(left_out), ALREADY_STOPPING)))
     for job_id in ids:
         state = states.get(job_id)
         if job_id in left_out:
@@ -128,12 +154,12 @@ def plan(action: Action, ids: list[int]) -> Plan:
             by_state[state] += 1
         elif state is not None:
             skipped += 1
-    result.changes = [(n, state, effects[state]) for state, n in sorted(by_state.items())]
+    result.changes = [(n, state, said(n, effects[state])) for state, n in sorted(by_state.items())]
     if skipped:
-        result.skipped.append((skipped, SKIPPED_BECAUSE[action]))
+        result.skipped.append((skipped, said(skipped, SKIPPED_BECAUSE[action])))
     missing = len(ids) - len(states)
     if missing:
-        result.skipped.append((missing, "no longer exist"))
+        result.skipped.append((missing, said(missing, GONE)))
     return result
 
 
@@ -148,7 +174,7 @@ def outcome_message(action: Action, confirmed: int, done: int) -> str:
     message = f"{done} {noun} {DONE[action]}."
     if done < confirmed:
         message += (
-            f" {confirmed - done} of the {confirmed} you confirmed had changed state "
-            "in the meantime and were left as they are."
+            f" {confirmed - done} of the {confirmed} you confirmed "
+            f"{said(confirmed - done, ('had changed state in the meantime and was left as it is', 'had changed state in the meantime and were left as they are'))}."
         )
     return message

@@ -143,7 +143,9 @@ def plan(action: actions.Action, params: dict[str, str], upto: int | None = None
             )
             if flow_nodes:
                 by_state["succeeded"] -= flow_nodes
-                result.skipped.append((flow_nodes, actions.SUCCEEDED_FLOW_NODES))
+                result.skipped.append(
+                    (flow_nodes, actions.said(flow_nodes, actions.SUCCEEDED_FLOW_NODES))
+                )
         if action == "cancel" and Job in _models(params):
             stopping = (
                 _matching(Job, params, upto)
@@ -152,16 +154,16 @@ def plan(action: actions.Action, params: dict[str, str], upto: int | None = None
             )
             if stopping:
                 by_state["running"] -= stopping
-                result.skipped.append((stopping, actions.ALREADY_STOPPING))
+                result.skipped.append((stopping, actions.said(stopping, actions.ALREADY_STOPPING)))
     skipped = sum(n for state, n in by_state.items() if state not in effects)
     result.changes = [
-        (n, state, effects[state])
+        (n, state, actions.said(n, effects[state]))
         for state, n in sorted(by_state.items())
         if state in effects and n
     ]
     result.count = sum(n for n, _, _ in result.changes)
     if skipped:
-        result.skipped.append((skipped, actions.SKIPPED_BECAUSE[action]))
+        result.skipped.append((skipped, actions.said(skipped, actions.SKIPPED_BECAUSE[action])))
     return result
 
 

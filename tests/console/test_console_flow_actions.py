@@ -29,8 +29,10 @@ def test_retry_plans_leave_succeeded_flow_nodes_out_and_say_why() -> None:
     matched = matching.plan("retry", {"state": "succeeded"})
 
     assert chosen.ids == [plain]
-    assert (1, actions.SUCCEEDED_FLOW_NODES) in chosen.skipped
-    assert matched.count == 1 and (1, actions.SUCCEEDED_FLOW_NODES) in matched.skipped
+    assert (1, actions.said(1, actions.SUCCEEDED_FLOW_NODES)) in chosen.skipped
+    assert (
+        matched.count == 1 and (1, actions.said(1, actions.SUCCEEDED_FLOW_NODES)) in matched.skipped
+    )
     batches = list(matching.batches("retry", {"state": "succeeded"}, matched.upto))
     assert batches == [[plain]]
     assert JobRecord.objects.get(pk=node).state == "succeeded"
@@ -45,6 +47,6 @@ def test_cancel_plans_leave_jobs_already_asked_to_stop_out_and_say_why() -> None
     matched = matching.plan("cancel", {"state": "running"})
 
     assert chosen.ids == [running, waiting]
-    assert chosen.count == 2 and (1, actions.ALREADY_STOPPING) in chosen.skipped
-    assert matched.count == 1 and (1, actions.ALREADY_STOPPING) in matched.skipped
+    assert chosen.count == 2 and (1, actions.said(1, actions.ALREADY_STOPPING)) in chosen.skipped
+    assert matched.count == 1 and (1, actions.said(1, actions.ALREADY_STOPPING)) in matched.skipped
     assert list(matching.batches("cancel", {"state": "running"}, matched.upto)) == [[running]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from html import escape
 
 import pytest
@@ -11,6 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from queue_engine import reads
+from queue_engine.console import actions
 from queue_engine.models import AuditEvent, Job, JobRecord, QueueConfig
 from tests.support import console_data, jobs
 from tests.support.console_data import XSS, ConsoleData
@@ -385,8 +387,48 @@ def test_bulk_retry_confirmation_states_the_exact_count(
     assert "Retry 5 jobs?" in page
     assert "<b>4</b> dead jobs will go back to their queue with fresh attempts" in page
     assert "<b>1</b> scheduled job will run now" in page
-    assert "1 will be left as it is: running or waiting for their flow" in page
+    assert "<b>1</b> job will be left as it is: it is running or waiting for its flow" in page
     assert not AuditEvent.objects.filter(action="retry").exists()  # nothing done yet
+
+
+def test_confirmations_read_right_for_one_job_and_for_many(
+    operator: Client, data: ConsoleData
+) -> None:
+    one_running = text_of(
+        operator.post("/jobs/bulk/", {"action": "cancel", "ids": [data.running.id]})
+    )
+    one_dead = text_of(
+        operator.post("/jobs/bulk/", {"action": "redrive", "ids": [data.dead[0].id]})
+    )
+    many_dead = text_of(
+        operator.post("/jobs/bulk/", {"action": "redrive", "ids": [r.id for r in data.dead]})
+    )
+
+    assert "<b>1</b> running job will be told to stop; whatever it returns is discarded." in (
+        one_running
+    )
+    assert "<b>1</b> dead job will go back to its queue with fresh attempts." in one_dead
+    assert "dead jobs will go back to their queue with fresh attempts." in many_dead
+
+
+def test_an_ended_job_page_is_not_live_and_a_running_one_is(
+    viewer: Client, data: ConsoleData
+) -> None:
+    dead = text_of(viewer.get(f"/jobs/{data.dead[0].id}/"))
+    running = text_of(viewer.get(f"/jobs/{data.running.id}/"))
+
+    assert 'class="live-dot"' not in dead and "No output yet." not in dead
+    assert 'class="live-dot"' in running
+
+
+def test_every_action_wording_has_a_form_for_one_job_and_one_for_many() -> None:
+    wordings = [w for effects in actions.EFFECTS.values() for w in effects.values()]
+    wordings += list(actions.SKIPPED_BECAUSE.values())
+    wordings += [actions.SUCCEEDED_FLOW_NODES, actions.ALREADY_STOPPING, actions.GONE]
+
+    for one, many in wordings:
+        assert not {"they", "their", "them", "are", "were"} & set(one.replace(";", " ").split())
+        assert not {"it", "its", "is", "was"} & set(many.replace(";", " ").split())
 
 
 def test_confirmed_bulk_retry_redrives_and_audits(operator: Client, data: ConsoleData) -> None:
@@ -614,7 +656,7 @@ def test_all_that_match_confirmation_counts_every_matching_job(
 
     assert "Cancel 7 jobs?" in page  # 6 available and 1 scheduled; 4 succeeded are skipped
     assert "<b>6</b> available jobs will stop waiting" in page
-    assert "4 will be left as they are: already ended" in page
+    assert "<b>4</b> jobs will be left as they are: they have already ended" in page
     assert not AuditEvent.objects.filter(actor__startswith="user-").exists()
 
 
@@ -829,3 +871,17 @@ def test_console_pages_run_under_the_statement_timeout(viewer: Client, db: None)
     with connection.cursor() as cursor:
         cursor.execute("SHOW jit")
         assert cursor.fetchone()[0] == default_jit, "the connection gets its default back"
+
+
+def test_djangos_default_login_path_leads_to_the_console_login(client: Client) -> None:
+    response = client.get("/accounts/login/?next=/jobs/")
+
+    assert response.status_code == 302
+    assert response["Location"] == "/login/?next=/jobs/"
+
+
+def test_a_first_request_gives_no_warning_about_a_missing_static_root(viewer: Client) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        Client().get("/login/")  # a new handler builds the middleware chain, WhiteNoise's too
+
+    assert not [w for w in caught if "No directory at" in str(w.message)]

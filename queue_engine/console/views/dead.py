@@ -8,12 +8,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from queue_engine import ops, reads
+from queue_engine.console import actions
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.views.params import int_param
 
 GROUP_ACTIONS = {
-    "redrive": ("Redrive", "go back to their queue with fresh attempts", "redriven"),
-    "remove": ("Remove", "are deleted for good", "removed"),
+    "redrive": ("Redrive", actions.FRESH_ATTEMPTS, "redriven"),
+    "remove": ("Remove", actions.DELETED, "removed"),
 }
 
 
@@ -58,7 +59,7 @@ def dead_group_action(request: HttpRequest) -> HttpResponse:
             {
                 "page": "dead",
                 "verb": verb,
-                "effect": effect,
+                "effect": actions.said(count, effect),
                 "count": count,
                 "queue": queue,
                 "error_class": error_class,

@@ -82,7 +82,9 @@ def affected(name: str, flow: reads.FlowRow) -> str:
         return f"{n} node{'s' if n != 1 else ''} {'have' if n != 1 else 'has'} not ended"
     if name == "requeue":
         n = nodes.get("failed", 0) + nodes.get("cancelled", 0)
-        return f"{n} dead or cancelled node{'s' if n != 1 else ''} run again"
+        return (
+            f"{n} dead or cancelled node{'s' if n != 1 else ''} {'run' if n != 1 else 'runs'} again"
+        )
     return f"a new flow with this flow's declared nodes ({flow.total} here now)"
 
 
