@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 import warnings
 from html import escape
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.template.loader import render_to_string
 from django.test import Client
 from django.urls import reverse
 
@@ -885,3 +887,42 @@ def test_a_first_request_gives_no_warning_about_a_missing_static_root(viewer: Cl
         Client().get("/login/")  # a new handler builds the middleware chain, WhiteNoise's too
 
     assert not [w for w in caught if "No directory at" in str(w.message)]
+
+
+def test_a_missing_job_gets_the_consoles_not_found_page(viewer: Client) -> None:
+    response = viewer.get("/jobs/999999999/")
+
+    page = text_of(response)
+    assert response.status_code == 404
+    assert "Job 999999999 does not exist" in page
+    assert 'class="topbar"' in page and "Look for it from the lists" in page
+
+
+def test_an_unknown_path_gets_the_consoles_not_found_page(viewer: Client) -> None:
+    response = viewer.get("/no-such-page/")
+
+    page = text_of(response)
+    assert response.status_code == 404
+    assert "There is no page at" in page and "/no-such-page/" in page
+    assert 'class="topbar"' in page
+
+
+def test_the_error_pages_render_without_a_request() -> None:
+    for name, words in [
+        ("500.html", "Something went wrong on our side"),
+        ("403_csrf.html", "This form has expired"),
+        ("403.html", "You cannot do this"),
+    ]:
+        assert words in render_to_string(name)
+
+
+def test_a_post_without_its_csrf_token_gets_the_consoles_expired_form_page(
+    make_user: Any,
+) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(make_user("operator"))
+
+    response = client.post("/jobs/bulk/", {"action": "retry", "ids": ["1"]})
+
+    assert response.status_code == 403
+    assert "This form has expired" in text_of(response)
