@@ -23,6 +23,11 @@ RANGES = {
 }
 
 
+# The console's words for two states (see the state_label filter): a link or a user may
+# say ?state=dead for failed jobs and ?state=waiting for blocked ones.
+STATE_ALIASES = {"dead": "failed", "waiting": "blocked"}
+
+
 @dataclass
 class JobFilters:
     """The jobs list's filters, read from and written back to the URL."""
@@ -39,6 +44,7 @@ class JobFilters:
     @classmethod
     def from_query(cls, params: Any) -> JobFilters:
         state = params.get("state", "").strip()
+        state = STATE_ALIASES.get(state, state)
         span = params.get("range", "").strip()
         return cls(
             queue=params.get("queue", "").strip(),

@@ -926,3 +926,16 @@ def test_a_post_without_its_csrf_token_gets_the_consoles_expired_form_page(
 
     assert response.status_code == 403
     assert "This form has expired" in text_of(response)
+
+
+def test_the_state_filter_says_dead_as_the_badges_do_and_takes_either_word(
+    viewer: Client, data: ConsoleData
+) -> None:
+    page = text_of(viewer.get("/jobs/"))
+    by_word = text_of(viewer.get("/jobs/?state=dead"))
+    by_value = text_of(viewer.get("/jobs/?state=failed"))
+
+    assert '<option value="failed">dead</option>' in page
+    assert ">failed<" not in page.split('id="f-state"')[1].split("</select>")[0]
+    assert f'id="job-row-{data.dead[0].id}"' in by_word
+    assert by_word.count('id="job-row-') == by_value.count('id="job-row-') > 0
