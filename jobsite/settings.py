@@ -109,7 +109,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True
 # Without collectstatic, the finders serve the static files and STATIC_ROOT does not
 # exist yet: WhiteNoise's warning about it would greet every start of `make run`.
-warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
+warnings.filterwarnings("ignore", message="No directory at", category=UserWarning)
 
 LOGIN_URL = "console:login"
 LOGIN_REDIRECT_URL = "console:overview"

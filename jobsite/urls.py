@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 from django.views.generic import RedirectView
 
@@ -7,7 +8,7 @@ urlpatterns = [
     # Django's default login path, where other apps and habits send people: the console's.
     path(
         "accounts/login/",
-        RedirectView.as_view(pattern_name="console:login", query_string=True),
+        login_not_required(RedirectView.as_view(pattern_name="console:login", query_string=True)),
     ),
     path("", include("queue_engine.console.urls")),
 ]

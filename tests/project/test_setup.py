@@ -105,3 +105,27 @@ def test_wrong_url_scheme_gives_one_clear_line() -> None:
         "postgresql://user:password@127.0.0.1:5432/dbname, or unset it to use the embedded "
         "Postgres."
     ]
+
+
+def test_serving_a_first_page_prints_no_warning_about_static_files() -> None:
+    """Before collectstatic, WhiteNoise warns of the missing STATIC_ROOT at the first
+    request of every start; the finders serve the files meanwhile, so the site says
+    nothing about it."""
+    script = (
+        "import django; django.setup()\n"
+        "from django.test import Client\n"
+        "print(Client().get('/login/').status_code)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    env["DJANGO_SETTINGS_MODULE"] = "jobsite.settings"
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.stdout.strip() == "200", done.stdout + done.stderr
+    assert "No directory at" not in done.stderr

@@ -627,7 +627,7 @@ def enqueue_private(
 ) -> list[int]:
     """Enqueue through the real enqueue path, in a subprocess on the private server."""
     code = (
-        "from tests import jobs\n"
+        "from tests.support import jobs\n"
         f"ids = jobs.record.enqueue_many([{payload!r}] * {count})\n"
         "print(ids[0], ids[-1], len(ids))"
     )
@@ -708,7 +708,7 @@ class Enqueuer:
     CODE = (
         "import sys\n"
         "from django.db import connection\n"
-        "from tests import jobs\n"
+        "from tests.support import jobs\n"
         "for _ in sys.stdin:\n"
         "    print(jobs.async_noop.enqueue().id, flush=True)\n"
         "    connection.close()\n"
