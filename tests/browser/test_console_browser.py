@@ -328,7 +328,7 @@ def test_requeue_a_failed_flow_from_its_page(
     page.wait_for_selector("#flow-state-badge.s-succeeded", timeout=20000)
 
     assert dead == 1
-    assert "1 dead or cancelled node run again" in confirmation
+    assert "1 dead or cancelled node runs again" in confirmation
     assert JobRecord.objects.get(flow_id=flow_id, node_key="email").result == 3
     assert not page.errors
 
