@@ -10,6 +10,7 @@ from queue_engine.console.consumers import (
     OverviewConsumer,
     QueueConsumer,
 )
+from queue_engine.console.live_pages import PageConsumer
 
 websocket_urlpatterns = [
     path("ws/overview/", OverviewConsumer.as_asgi()),
@@ -17,4 +18,5 @@ websocket_urlpatterns = [
     path("ws/jobs/<int:job_id>/", JobConsumer.as_asgi()),
     path("ws/flows/<int:flow_id>/", FlowConsumer.as_asgi()),
     path("ws/queues/<queue:name>/", QueueConsumer.as_asgi()),
+    path("ws/pages/<slug:page>/", PageConsumer.as_asgi()),
 ]

@@ -35,6 +35,7 @@ urlpatterns = [
     path("schedules/action/", schedules.schedule_action, name="schedule_action"),
     path("workers/", workers.workers, name="workers"),
     path("audit/", audit.audit, name="audit"),
+    path("queues/", queues.queues, name="queues"),
     # Queue names may hold any character, "/" included: the action routes come first.
     path("queues/<queue:name>/redrive/", queues.redrive, name="queue_redrive"),
     path("queues/<queue:name>/pause/", queues.pause, name="queue_pause"),

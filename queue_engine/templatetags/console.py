@@ -8,6 +8,7 @@ from html import escape as escape_html
 from typing import TYPE_CHECKING, Any
 
 from django import template
+from django.http import QueryDict
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html
@@ -198,3 +199,26 @@ def queue_url_name(name: str) -> str:
     from queue_engine.console.converters import QueueNameConverter
 
     return quote(QueueNameConverter().to_url(name), safe="~")
+
+
+@register.simple_tag(takes_context=True)
+def sort_header(context: Any, column: str, label: str, css: str = "") -> SafeString:
+    """A sortable column's header: a link to this page sorted by it (the other way round when
+    it is the current order), with `aria-sort` saying how the rows are ordered now."""
+    request = context.get("request")
+    params = request.GET.copy() if request is not None else QueryDict(mutable=True)
+    current, descending = context.get("sort"), context.get("descending", False)
+    params["sort"] = context["sorts"][column]
+    for cursor in ("before", "after"):  # a new order starts from its first page
+        params.pop(cursor, None)
+    state = ("descending" if descending else "ascending") if current == column else "none"
+    arrow = {"descending": "↓", "ascending": "↑", "none": ""}[state]
+    return format_html(
+        '<th class="sortable {}" aria-sort="{}"><a href="?{}">{}<span class="sort-arrow"'
+        ' aria-hidden="true">{}</span></a></th>',
+        css,
+        state,
+        params.urlencode(),
+        label,
+        arrow,
+    )

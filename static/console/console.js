@@ -231,6 +231,26 @@
     document.querySelectorAll("form[data-bulk]").forEach(updateSelection);
   });
 
+  // --- list pages, live: tell the socket which filter the page shows ----------------------
+  var pageSockets = [];
+  function reportQuery(wrapper) {
+    var query = location.search.slice(1);
+    if (wrapper.reportedQuery === query) return;
+    wrapper.reportedQuery = query;
+    try { wrapper.send(JSON.stringify({ query: query })); } catch (e) { /* reported on reconnect */ }
+  }
+  document.addEventListener("htmx:wsOpen", function (event) {
+    if (!event.target.hasAttribute || !event.target.hasAttribute("data-live-page")) return;
+    var wrapper = event.detail.socketWrapper;
+    wrapper.reportedQuery = null;  // a new connection knows nothing yet
+    if (pageSockets.indexOf(wrapper) < 0) pageSockets.push(wrapper);
+    reportQuery(wrapper);
+  });
+  // A filter swapped the results in and pushed its URL: the socket must follow the new filter.
+  ["htmx:pushedIntoHistory", "htmx:historyRestore"].forEach(function (name) {
+    document.addEventListener(name, function () { pageSockets.forEach(reportQuery); });
+  });
+
   function init(scope) {
     refreshTimes(scope);
     document.querySelectorAll("form[data-bulk]").forEach(updateSelection);

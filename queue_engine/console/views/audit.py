@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
@@ -8,21 +10,21 @@ from queue_engine.console.access import viewer_required
 from queue_engine.console.views.params import int_param
 
 
-@viewer_required
-def audit(request: HttpRequest) -> HttpResponse:
+def audit_context(request: HttpRequest) -> dict[str, Any]:
     actor = request.GET.get("actor", "").strip()
     action = request.GET.get("action", "").strip()
     before = int_param(request.GET, "before")
     events, older = reads.audit_page(before, actor=actor, action=action)
-    return render(
-        request,
-        "console/audit.html",
-        {
-            "page": "audit",
-            "events": events,
-            "older": older,
-            "before": before,
-            "actor": actor,
-            "action": action,
-        },
-    )
+    return {
+        "page": "audit",
+        "events": events,
+        "older": older,
+        "before": before,
+        "actor": actor,
+        "action": action,
+    }
+
+
+@viewer_required
+def audit(request: HttpRequest) -> HttpResponse:
+    return render(request, "console/audit.html", audit_context(request))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -18,21 +20,21 @@ GROUP_ACTIONS = {
 }
 
 
+def dead_context(request: HttpRequest) -> dict[str, Any]:
+    groups, truncated = reads.dead_groups()
+    return {
+        "page": "dead",
+        "groups": groups,
+        "truncated": truncated,
+        "scan": reads.DEAD_SCAN,
+        "upto": max((g.last_id for g in groups), default=0),
+        "group_buttons": [("redrive", "Redrive…"), ("remove", "Remove…")],
+    }
+
+
 @viewer_required
 def dead(request: HttpRequest) -> HttpResponse:
-    groups, truncated = reads.dead_groups()
-    return render(
-        request,
-        "console/dead.html",
-        {
-            "page": "dead",
-            "groups": groups,
-            "truncated": truncated,
-            "scan": reads.DEAD_SCAN,
-            "upto": max((g.last_id for g in groups), default=0),
-            "group_buttons": [("redrive", "Redrive…"), ("remove", "Remove…")],
-        },
-    )
+    return render(request, "console/dead.html", dead_context(request))
 
 
 @operator_required

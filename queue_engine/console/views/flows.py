@@ -126,6 +126,14 @@ def flows(request: HttpRequest) -> HttpResponse:
         and reads.flow_graph(flow_id, max_nodes=1) is not None
     ):
         return redirect("console:flow", flow_id)
+    template = "console/flows.html"
+    if htmx_target(request) == "flow-results":
+        template += "#flow-results"
+    return render(request, template, flows_context(request))
+
+
+def flows_context(request: HttpRequest) -> dict[str, Any]:
+    filters = FlowFilters.from_query(request.GET)
     before, after = int_param(request.GET, "before"), int_param(request.GET, "after")
     if before is not None and after is not None:
         after = None
@@ -134,7 +142,7 @@ def flows(request: HttpRequest) -> HttpResponse:
         page = reads.list_flows(filters.tracking_filter(), before=before, after=after)
     except NarrowFilter as exc:
         page, error = reads.FlowPage([], None, None), str(exc)
-    context = {
+    return {
         "page": "flows",
         "filters": filters,
         "flows": page,
@@ -142,10 +150,6 @@ def flows(request: HttpRequest) -> HttpResponse:
         "states": states.FLOW_STATES,
         "ranges": RANGE_CHOICES,
     }
-    template = "console/flows.html"
-    if htmx_target(request) == "flow-results":
-        template += "#flow-results"
-    return render(request, template, context)
 
 
 def flow_context(flow_id: int) -> dict[str, Any]:

@@ -42,7 +42,7 @@ def edit_page(request: HttpRequest, name: str, **context: Any) -> HttpResponse:
         request,
         "console/queue_config.html",
         {
-            "page": "overview",
+            "page": "queues",
             **base,
             "rows": context.pop("rows", None) or config_rows(name, base["config"]),
             "group_limits": GroupLimit.objects.filter(queue=name).order_by("group_key"),
@@ -58,7 +58,7 @@ def confirm_page(
         request,
         "console/confirm_queue_config.html",
         {
-            "page": "overview",
+            "page": "queues",
             "name": name,
             "title": title,
             "changes": changes,

@@ -21,16 +21,13 @@ ACTIONS: dict[str, tuple[Callable[..., Any], str]] = {
 }
 
 
+def schedules_context(request: HttpRequest) -> dict[str, Any]:
+    return {"page": "schedules", "schedules": list(Schedule.objects.order_by("name")[:500])}
+
+
 @viewer_required
 def schedules(request: HttpRequest) -> HttpResponse:
-    return render(
-        request,
-        "console/schedules.html",
-        {
-            "page": "schedules",
-            "schedules": Schedule.objects.order_by("name")[:500],
-        },
-    )
+    return render(request, "console/schedules.html", schedules_context(request))
 
 
 @operator_required

@@ -1,0 +1,104 @@
+"""The list pages, live: flows, queues, dead letter, schedules, workers and the audit log.
+
+Each page renders its changing part as a template partial from a context function
+that reads only the request's query string; `PageConsumer` renders the same partial
+whenever a hint or its timer says something may have changed, and sends it only
+when it differs from what the page shows. The page tells the socket its query
+string (on connect and after each filter change), so a filtered page stays filtered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import HttpRequest, QueryDict
+from django.template.loader import render_to_string
+
+from queue_engine.console.consumers import FULL, LiveConsumer
+from queue_engine.console.views import audit, dead, flows, queues, schedules, workers
+
+
+@dataclass(frozen=True)
+class LivePage:
+    path: str  # the page's own URL, for the links its partial builds
+    template: str
+    parts: tuple[str, ...]  # partials that each carry an id and hx-swap-oob
+    context: Callable[[HttpRequest], dict[str, Any]]
+    refresh_every: float = 2.0  # claims and heartbeats are not announced
+    min_interval: float = 0.5  # a page of many rows is read at most twice a second
+
+
+PAGES: dict[str, LivePage] = {
+    "flows": LivePage("/flows/", "console/flows.html", ("flow-results",), flows.flows_context),
+    "queues": LivePage("/queues/", "console/queues.html", ("queue-rows",), queues.queues_context),
+    # The grouping scans up to DEAD_SCAN rows: once a second is enough.
+    "dead": LivePage(
+        "/dead/", "console/dead.html", ("dead-groups",), dead.dead_context, min_interval=1.0
+    ),
+    "schedules": LivePage(
+        "/schedules/",
+        "console/schedules.html",
+        ("schedule-rows",),
+        schedules.schedules_context,
+        refresh_every=5.0,
+    ),
+    "workers": LivePage(
+        "/workers/", "console/workers.html", ("worker-rows",), workers.workers_context
+    ),
+    "audit": LivePage("/audit/", "console/audit.html", ("audit-events",), audit.audit_context),
+}
+
+# A relative time's text changes every second; only its datetime says whether it moved.
+TIME_TEXT = re.compile(r"(<time [^>]*>)[^<]*(</time>)")
+
+
+class PageConsumer(LiveConsumer):
+    """One list page, re-rendered on hints and on a timer; nothing is sent that the page
+    already shows, and nothing is read while the page is hidden."""
+
+    async def setup(self) -> bool:
+        page = PAGES.get(self.scope["url_route"]["kwargs"]["page"])
+        if page is None:
+            return False
+        self.page = page
+        self.refresh_every = page.refresh_every
+        self.min_interval = page.min_interval
+        self.query: QueryDict | None = None
+        self.last_sent = ""
+        return True
+
+    async def handle(self, message: dict[str, Any]) -> None:
+        if isinstance(message.get("query"), str):
+            self.query = QueryDict(message["query"][:2000])
+            self.last_sent = ""  # the page swapped its rows in: whatever comes next is news
+            self.request(FULL)
+            return
+        await super().handle(message)
+
+    def page_request(self) -> HttpRequest:
+        request = HttpRequest()
+        request.method = "GET"
+        request.path = request.path_info = self.page.path
+        assert self.query is not None
+        request.GET = self.query  # type: ignore[assignment]  # an immutable QueryDict, as Django makes
+        request.META = {"QUERY_STRING": self.query.urlencode()}
+        request.user = self.scope["user"]
+        return request
+
+    def render(self, dirty: set[str]) -> str:
+        if self.query is None:  # the page has not said what it shows yet
+            return ""
+        request = self.page_request()
+        context = {**self.page.context(request), **self.render_context}
+        html = "".join(
+            render_to_string(f"{self.page.template}#{part}", context, request=request)
+            for part in self.page.parts
+        )
+        shown = TIME_TEXT.sub(r"\1\2", html)
+        if shown == self.last_sent:
+            return ""
+        self.last_sent = shown
+        return html
