@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from queue_engine.models import AuditEvent, WorkerProcess
+from queue_engine.models import AuditEvent, Job, WorkerProcess
 from queue_engine.reads.jobs import PAGE_SIZE
 
 WORKER_ALIVE_AFTER = timedelta(seconds=15)  # workers heartbeat every 5 s at most
@@ -19,6 +19,36 @@ def workers() -> list[WorkerProcess]:
 def alive_workers() -> list[WorkerProcess]:
     since = timezone.now() - WORKER_ALIVE_AFTER
     return list(WorkerProcess.objects.filter(heartbeat_at__gte=since).order_by("host", "pid"))
+
+
+BUSY_LIMIT = 1000  # running jobs shown; a fleet's concurrency is rarely larger
+
+
+def running_by_worker(limit: int = BUSY_LIMIT) -> tuple[dict[str, list[Job]], bool]:
+    """What each worker runs now (keyed by worker id, oldest first), and whether more
+    ran than `limit`. Running rows are few, and a partial index holds them."""
+    rows = list(
+        Job.objects.filter(state="running")
+        .only(
+            "id",
+            "kind",
+            "name",
+            "queue",
+            "lease_owner",
+            "started_at",
+            "attempt",
+            "max_attempts",
+            "progress",
+            "progress_message",
+            "flow_id",
+            "node_key",
+        )
+        .order_by("started_at", "id")[: limit + 1]
+    )
+    busy: dict[str, list[Job]] = {}
+    for job in rows[:limit]:
+        busy.setdefault(job.lease_owner or "", []).append(job)
+    return busy, len(rows) > limit
 
 
 def audit_page(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from queue_engine.models import Job
-from tests.browser.conftest import Server, screenshot
+from tests.browser.conftest import JOB_MODULES, Server, screenshot
 from tests.support import console_data
 
 # A change the engine does not announce shows at the page's next timer tick (2 s; 5 s for
@@ -135,4 +135,39 @@ def test_the_queues_page_lists_sorts_and_follows_queues(new_page: Any, server: S
     assert dead_counts == sorted(dead_counts, reverse=True)
     assert sorted(by_dead) == sorted(by_name)
     assert sort_state == "descending"
+    assert not page.errors
+
+
+def test_the_workers_page_shows_what_each_worker_runs_live(
+    new_page: Any, server: Server, workers: Any, tmp_path: Any
+) -> None:
+    from tests.browser import jobs as browser_jobs
+
+    go, done = tmp_path / "go", tmp_path / "done"
+    job = browser_jobs.log_on_signal.using(name="nightly report").enqueue(
+        go=str(go), done=str(done), line="half way"
+    )
+    page = new_page("viewer")
+    page.goto(f"{server.url}/workers/")
+    page.wait_for_selector("[data-live].on")
+    workers.start("--queues", "browser", "--labels", "gpu", env={"JOBSITE_JOB_MODULES": JOB_MODULES})
+
+    row = f"#worker-rows .busy-table tr:has(a[href='/jobs/{job.id}/'])"
+    page.wait_for_selector(row, timeout=15000)
+    go.touch()  # the job reports 90 % progress
+    page.wait_for_selector(f"{row} [aria-valuenow='90']", timeout=SOON)
+    busy = page.inner_text(row)
+    process = page.inner_text("#worker-rows table:not(.busy-table) tbody")
+    screenshot(page, "workers-busy")
+    page.click("#worker-rows a[title='What it runs now']")
+    target = page.evaluate("location.hash")
+    done.touch()
+    page.wait_for_selector(row, state="detached", timeout=SOON)
+    after = page.inner_text("#worker-rows")
+
+    assert "nightly report" in busy and "browser.log_on_signal" in busy
+    assert "90% · signalled" in busy
+    assert "browser" in process and "gpu" in process
+    assert target.startswith("#busy-")
+    assert "No job is running." in after
     assert not page.errors
