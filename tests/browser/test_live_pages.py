@@ -150,7 +150,9 @@ def test_the_workers_page_shows_what_each_worker_runs_live(
     page = new_page("viewer")
     page.goto(f"{server.url}/workers/")
     page.wait_for_selector("[data-live].on")
-    workers.start("--queues", "browser", "--labels", "gpu", env={"JOBSITE_JOB_MODULES": JOB_MODULES})
+    workers.start(
+        "--queues", "browser", "--labels", "gpu", env={"JOBSITE_JOB_MODULES": JOB_MODULES}
+    )
 
     row = f"#worker-rows .busy-table tr:has(a[href='/jobs/{job.id}/'])"
     page.wait_for_selector(row, timeout=15000)
