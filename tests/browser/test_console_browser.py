@@ -10,7 +10,7 @@ import pytest
 
 from queue_engine.models import Job, JobLog, JobRecord
 from tests.browser import jobs as browser_jobs
-from tests.browser.conftest import JOB_MODULES, Server, screenshot
+from tests.browser.conftest import JOB_MODULES, Server, screenshot, wait_until
 from tests.support import console_data
 from tests.support.workers import Workers, wait_for
 
@@ -89,7 +89,7 @@ def test_a_log_line_shows_within_a_second(
     page.evaluate(WATCH_FOR_MARKER)
 
     go.touch()
-    page.wait_for_function("window.markerShownAt", timeout=10000)
+    wait_until(page, "window.markerShownAt", timeout=10000)
     written = JobLog.objects.get(job_id=job.id, text__contains="marker").at
     shown_after = page.evaluate("window.markerShownAt") / 1000 - written.timestamp()
 
@@ -214,7 +214,8 @@ def test_a_running_flow_changes_colour_live(
     screenshot(page, f"flow-running-{scheme}")
     go.touch()
     page.wait_for_selector("#flow-state-badge.s-succeeded", timeout=20000)
-    page.wait_for_function(
+    wait_until(
+        page,
         "document.querySelectorAll('#flow-graph svg a.node.s-succeeded').length === 5",
         timeout=5000,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from queue_engine.models import Job
-from tests.browser.conftest import JOB_MODULES, Server, screenshot
+from tests.browser.conftest import JOB_MODULES, Server, screenshot, wait_until
 from tests.support import console_data
 
 # A change the engine does not announce shows at the page's next timer tick (2 s; 5 s for
@@ -52,7 +52,7 @@ def test_a_filtered_flows_list_stays_filtered_while_live(new_page: Any, server: 
     page.wait_for_selector("[data-live].on")
     page.locator("#f-q").press_sequentially("photo")
     page.wait_for_url("**/flows/?*q=photo*")
-    page.wait_for_function("document.querySelectorAll('#flow-results tbody tr').length === 1")
+    wait_until(page, "document.querySelectorAll('#flow-results tbody tr').length === 1")
 
     flow = Flow("photo crop")
     flow.add("only", jobs.number, value=1)
