@@ -24,7 +24,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth.context_processors import PermWrapper
-from django.http import Http404, QueryDict
+from django.http import Http404, HttpRequest, QueryDict
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
@@ -187,8 +187,22 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             if self.visible:
                 self.request("tick")
 
-    def fragment(self, template: str, context: dict[str, Any]) -> str:
-        return render_to_string(template, {**context, **self.render_context})
+    def fragment(
+        self, template: str, context: dict[str, Any], request: HttpRequest | None = None
+    ) -> str:
+        """A partial, rendered as its page renders it. Pass the page's `request` (see
+        `page_request`) when the partial builds links from its query string."""
+        return render_to_string(template, {**context, **self.render_context}, request=request)
+
+    def page_request(self, path: str, query: QueryDict) -> HttpRequest:
+        """A GET of the page this socket serves, for the template tags that read one."""
+        request = HttpRequest()
+        request.method = "GET"
+        request.path = request.path_info = path
+        request.GET = query  # type: ignore[assignment]  # an immutable QueryDict, as Django makes
+        request.META = {"QUERY_STRING": query.urlencode()}
+        request.user = self.scope["user"]
+        return request
 
 
 class OverviewConsumer(LiveConsumer):
@@ -324,6 +338,7 @@ class JobsConsumer(LiveConsumer):
         self.shown: dict[int, str] = {}
         self.query: QueryDict | None = None
         self.newer_sent: tuple[int, bool] = (0, False)
+        self.tabs_sent: list[job_filters.StateTab] = []
         return True
 
     def live_groups(self) -> list[str]:
@@ -338,6 +353,7 @@ class JobsConsumer(LiveConsumer):
             }
             self.query = QueryDict(str(message.get("query", "")))
             self.newer_sent = (0, False)  # a fresh list shows no notice
+            self.tabs_sent = []
             self.request(FULL)
             return
         await super().handle(message)
@@ -352,13 +368,29 @@ class JobsConsumer(LiveConsumer):
                 self.shown[job_id] = version
                 parts.append(self.fragment("console/jobs.html#job-row", {"job": row}))
         parts += self.newer_notice()
+        parts += self.tabs()
         return "".join(parts)
+
+    def tabs(self) -> list[str]:
+        """The state tabs, when their counts changed."""
+        assert self.query is not None
+        filters = job_filters.JobFilters.from_query(self.query)
+        try:
+            tabs = job_filters.state_tabs(filters)
+        except reads.NarrowFilter:
+            return []
+        if tabs == self.tabs_sent:
+            return []
+        self.tabs_sent = tabs
+        request = self.page_request(reverse("console:jobs"), self.query)
+        context = {"tabs": tabs, "filters": filters}
+        return [self.fragment("console/jobs.html#job-tabs", context, request)]
 
     def newer_notice(self) -> list[str]:
         """The notice, when the count of newer matching jobs changed (on the newest page only)."""
         assert self.query is not None
-        if "before" in self.query or "after" in self.query:
-            return []
+        if "before" in self.query or "after" in self.query or self.query.get("sort"):
+            return []  # an older page, or another order: new jobs are not at its top
         filters = job_filters.JobFilters.from_query(self.query)
         try:
             newer = job_filters.newer_jobs(filters, after=max(self.shown, default=0))

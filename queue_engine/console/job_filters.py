@@ -12,8 +12,28 @@ from django.utils import timezone
 from queue_engine.console import masking
 from queue_engine.exceptions import FilterError, NarrowFilter, PayloadError
 from queue_engine.payloads import dump_json
-from queue_engine.reads.jobs import PAGE_SIZE, JobFilter, JobPage, list_jobs
+from queue_engine.reads.jobs import (
+    PAGE_SIZE,
+    SORT_WINDOW,
+    JobFilter,
+    JobPage,
+    SortedPage,
+    list_jobs,
+    sorted_jobs,
+)
+from queue_engine.reads.queues import queue_counts
 from queue_engine.states import STATES
+
+# The jobs list's sortable columns; each first sorts the way a reader looks first (the
+# longest run, the most attempts, the latest), a second click reverses it.
+# Id has one order, the list's own (newest first, paged by keyset).
+SORTS = {"created": True, "finished": True, "runtime": True, "attempts": True}
+
+
+def int_or(text: str, default: int) -> int:
+    text = str(text).strip()
+    return int(text) if text.isdigit() and len(text) < 9 else default
+
 
 RANGES = {
     "15m": timedelta(minutes=15),
@@ -39,6 +59,8 @@ class JobFilters:
     range: str = ""
     payload: str = ""
     meta: str = ""
+    sort: str = ""  # "" (newest first, by id) or a SORTS key, "-" in front for descending
+    page: int = 1  # of a sorted list
     errors: list[str] = field(default_factory=list)
 
     @classmethod
@@ -54,7 +76,25 @@ class JobFilters:
             range=span if span in RANGES else "",
             payload=params.get("payload", "").strip(),
             meta=params.get("meta", "").strip(),
+            sort=sort
+            if (sort := params.get("sort", "").strip()).removeprefix("-") in SORTS
+            else "",
+            page=min(max(int_or(params.get("page", ""), 1), 1), SORT_WINDOW // PAGE_SIZE),
         )
+
+    @property
+    def sort_key(self) -> str:
+        return self.sort.removeprefix("-") or "id"
+
+    @property
+    def descending(self) -> bool:
+        return not self.sort or self.sort.startswith("-")
+
+    @property
+    def counted(self) -> bool:
+        """Whether the state tabs can show counts: they come from each queue's counts,
+        which know queues and states, not kinds, names, times or payloads."""
+        return not (self.kind or self.q or self.range or self.payload or self.meta)
 
     @property
     def active(self) -> bool:
@@ -141,6 +181,53 @@ def job_page(
     except FilterError as exc:
         filters.errors.append(str(exc))  # shown on the page, with no jobs
         return JobPage([], None, None)
+
+
+def sorted_page(filters: JobFilters) -> SortedPage:
+    """The page of a list sorted by another column than its id (see reads.sorted_jobs)."""
+    try:
+        return sorted_jobs(
+            filters.tracking_filter(),
+            sort=filters.sort_key,
+            descending=filters.descending,
+            page=filters.page,
+        )
+    except NarrowFilter:
+        raise
+    except FilterError as exc:
+        filters.errors.append(str(exc))
+        return SortedPage([], 1, False, False)
+
+
+def sort_links(filters: JobFilters) -> dict[str, str]:
+    """Each sortable header's `sort` value: the other way round for the current column,
+    else its first direction. Id, newest first, is the list's own order."""
+    links = {"id": ""}
+    for name, first_descending in SORTS.items():
+        descending = not filters.descending if name == filters.sort_key else first_descending
+        links[name] = ("-" if descending else "") + name
+    return links
+
+
+@dataclass(frozen=True)
+class StateTab:
+    state: str  # "" for every state
+    count: int | None  # None: the filters hold more than the counts know (see `counted`)
+    exact: bool  # False: an estimate (a large live table, or a history above the cap)
+
+
+def state_tabs(filters: JobFilters) -> list[StateTab]:
+    """The jobs list's tabs, "All" first, with each state's count for the queue filter (or
+    every queue): exact below the caps, estimated above them, as the overview counts."""
+    if not filters.counted:
+        return [StateTab(state, None, True) for state in ("", *STATES)]
+    queues = queue_counts(filters.queue or None)
+    tabs = []
+    for state in STATES:
+        counts = [q.states[state] for q in queues]
+        tabs.append(StateTab(state, sum(c.count for c in counts), all(c.exact for c in counts)))
+    every = StateTab("", sum(t.count or 0 for t in tabs), all(t.exact for t in tabs))
+    return [every, *tabs]
 
 
 NEWER_CAP = 99

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpRequest, QueryDict
-from django.template.loader import render_to_string
 
 from queue_engine.console.consumers import FULL, LiveConsumer
 from queue_engine.console.views import audit, dead, flows, queues, schedules, workers
@@ -78,23 +77,13 @@ class PageConsumer(LiveConsumer):
             return
         await super().handle(message)
 
-    def page_request(self) -> HttpRequest:
-        request = HttpRequest()
-        request.method = "GET"
-        request.path = request.path_info = self.page.path
-        assert self.query is not None
-        request.GET = self.query  # type: ignore[assignment]  # an immutable QueryDict, as Django makes
-        request.META = {"QUERY_STRING": self.query.urlencode()}
-        request.user = self.scope["user"]
-        return request
-
     def render(self, dirty: set[str]) -> str:
         if self.query is None:  # the page has not said what it shows yet
             return ""
-        request = self.page_request()
-        context = {**self.page.context(request), **self.render_context}
+        request = self.page_request(self.page.path, self.query)
+        context = self.page.context(request)
         html = "".join(
-            render_to_string(f"{self.page.template}#{part}", context, request=request)
+            self.fragment(f"{self.page.template}#{part}", context, request)
             for part in self.page.parts
         )
         shown = TIME_TEXT.sub(r"\1\2", html)

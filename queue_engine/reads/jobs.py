@@ -116,19 +116,7 @@ def list_jobs(
         raise FilterError("Give before or after, not both.")
     if not 1 <= limit <= MAX_PAGE_SIZE:
         raise FilterError(f"A page holds 1 to {MAX_PAGE_SIZE} jobs, not {limit}.")
-    if where.state is not None and where.state not in LIVE_STATES + ENDED_STATES:
-        raise FilterError(
-            f"Unknown state {where.state!r}; the states are "
-            f"{', '.join(LIVE_STATES + ENDED_STATES)}."
-        )
-    for name, value in (("payload", where.payload), ("meta", where.meta)):
-        if value is not None and not isinstance(value, Mapping):
-            raise FilterError(f"The {name} filter must be a JSON object (a dict).")
-        if value is not None:
-            try:
-                dump_json(value, what=f"the {name} filter")
-            except PayloadError as exc:
-                raise FilterError(str(exc)) from None
+    check_filter(where)
     for name, cursor_id in (("before", before), ("after", after)):
         if cursor_id is not None and (
             isinstance(cursor_id, bool)
@@ -136,50 +124,11 @@ def list_jobs(
             or not 0 <= cursor_id < 2**63
         ):
             raise FilterError(f"{name} must be a job id (a whole number), not {cursor_id!r}.")
-    for name, moment in (("since", where.since), ("until", where.until)):
-        if moment is not None and (not isinstance(moment, datetime) or timezone.is_naive(moment)):
-            raise FilterError(
-                f"{name} must be a datetime with a time zone, not {moment!r}; "
-                "for example datetime(2026, 1, 1, tzinfo=UTC)."
-            )
-    for name, text in (("queue", where.queue), ("kind", where.kind), ("text", where.text)):
-        if text is not None and (not isinstance(text, str) or text_problem(text) is not None):
-            raise FilterError(f"The {name} filter must be text Postgres can store, not {text!r}.")
     with time_limited(), connection.cursor() as cursor:
-        history = (sql.HISTORY_OLDER, sql.HISTORY_NEWER)
-        if where.since is not None and where.until is not None:
-            cursor.execute(sql.DATABASE_NOW)
-            now = cursor.fetchone()[0]
-            # Walking ids from the newest costs the rows ended after the range; reading
-            # the range first costs the rows in it: take the smaller (at a steady rate).
-            if where.until - where.since < now - where.until:
-                history = (sql.HISTORY_OLDER_IN_TIME_RANGE, sql.HISTORY_NEWER_IN_TIME_RANGE)
-        tables = [(sql.LIVE_OLDER, sql.LIVE_NEWER, LIVE_STATES), (*history, ENDED_STATES)]
-        floor = ceiling = newest = None
-        if where.text or where.payload or where.meta:
-            cursor.execute(sql.MAX_JOB_ID)
-            newest = int(cursor.fetchone()[0])
-            if after is None:
-                floor = max((before if before is not None else newest + 1) - SCAN_IDS, 1)
-            else:
-                ceiling = after + SCAN_IDS + 1
-        params = {
-            **where.params(),
-            "before": before,
-            "after": after,
-            "floor": floor,
-            "ceiling": ceiling,
-            "limit": limit + 1,
-        }
-        # Both tables in one statement, so one snapshot: read one after the other, a job
-        # that ended in between was listed twice (live, then ended).
-        parts = [
-            f"({newer_sql if after is not None else older_sql})"
-            for older_sql, newer_sql, states in tables
-            if where.state is None or where.state in states
-        ]
-        cursor.execute("\nUNION ALL\n".join(parts), params)
+        union = _union(cursor, where, before=before, after=after, limit=limit)
+        cursor.execute(union.statement, union.params)
         rows = [JobRow(*row) for row in cursor.fetchall()]
+    floor, ceiling, newest = union.floor, union.ceiling, union.newest
     if after is None:
         rows.sort(key=lambda r: r.id, reverse=True)
         page, more = rows[:limit], len(rows) > limit
@@ -197,6 +146,128 @@ def list_jobs(
     newer = page[-1].id if more else ceiling - 1 if partial and ceiling else None
     page.reverse()
     return JobPage(page, newer=newer, older=page[-1].id if page else after + 1, partial=partial)
+
+
+SORT_WINDOW = 10_000  # the newest matching jobs a sorted list orders
+
+
+@dataclass(frozen=True)
+class SortedPage:
+    """One page of the newest SORT_WINDOW matching jobs in another order than their id."""
+
+    jobs: list[JobRow]
+    number: int  # from 1
+    more: bool  # a next page exists
+    window_full: bool  # more jobs match than the window holds: older ones are left out
+
+
+def sorted_jobs(
+    where: JobFilter = JobFilter(),
+    *,
+    sort: str,
+    descending: bool = True,
+    page: int = 1,
+    limit: int = PAGE_SIZE,
+) -> SortedPage:
+    """Page `page` of the newest SORT_WINDOW jobs matching `where`, ordered by `sort` (one
+    of sql.JOB_SORT_KEYS: created, finished, runtime, attempts), ties by id. Live jobs have
+    no finish and no run time: they come last. Raises NarrowFilter past the statement
+    timeout."""
+    if sort not in sql.JOB_SORT_KEYS:
+        raise FilterError(f"Sort by one of {', '.join(sql.JOB_SORT_KEYS)}, not {sort!r}.")
+    if not 1 <= limit <= MAX_PAGE_SIZE:
+        raise FilterError(f"A page holds 1 to {MAX_PAGE_SIZE} jobs, not {limit}.")
+    pages = -(-SORT_WINDOW // limit)
+    if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= pages:
+        raise FilterError(f"page must be a whole number from 1 to {pages}, not {page!r}.")
+    check_filter(where)
+    with time_limited(), connection.cursor() as cursor:
+        union = _union(cursor, where, before=None, after=None, limit=SORT_WINDOW)
+        statement = sql.sorted_jobs_window(union.statement, sort, descending)
+        params = {
+            **union.params,
+            "window": SORT_WINDOW,
+            "page_size": limit + 1,
+            "offset": (page - 1) * limit,
+        }
+        cursor.execute(statement, params)
+        found = cursor.fetchall()
+    rows = [JobRow(*row[:-1]) for row in found]
+    window_full = bool(found and found[0][-1])
+    return SortedPage(rows[:limit], page, len(rows) > limit, window_full)
+
+
+def check_filter(where: JobFilter) -> None:
+    """Refuse a filter the list cannot apply as written, with what to write instead."""
+    if where.state is not None and where.state not in LIVE_STATES + ENDED_STATES:
+        raise FilterError(
+            f"Unknown state {where.state!r}; the states are "
+            f"{', '.join(LIVE_STATES + ENDED_STATES)}."
+        )
+    for name, value in (("payload", where.payload), ("meta", where.meta)):
+        if value is not None and not isinstance(value, Mapping):
+            raise FilterError(f"The {name} filter must be a JSON object (a dict).")
+        if value is not None:
+            try:
+                dump_json(value, what=f"the {name} filter")
+            except PayloadError as exc:
+                raise FilterError(str(exc)) from None
+    for name, moment in (("since", where.since), ("until", where.until)):
+        if moment is not None and (not isinstance(moment, datetime) or timezone.is_naive(moment)):
+            raise FilterError(
+                f"{name} must be a datetime with a time zone, not {moment!r}; "
+                "for example datetime(2026, 1, 1, tzinfo=UTC)."
+            )
+    for name, text in (("queue", where.queue), ("kind", where.kind), ("text", where.text)):
+        if text is not None and (not isinstance(text, str) or text_problem(text) is not None):
+            raise FilterError(f"The {name} filter must be text Postgres can store, not {text!r}.")
+
+
+@dataclass(frozen=True)
+class _Union:
+    statement: str
+    params: dict[str, Any]
+    floor: int | None
+    ceiling: int | None
+    newest: int | None
+
+
+def _union(
+    cursor: Any, where: JobFilter, *, before: int | None, after: int | None, limit: int
+) -> _Union:
+    """The live and the ended jobs' statements for one page, as one UNION ALL (one
+    snapshot: read one after the other, a job that ended in between was listed twice)."""
+    history = (sql.HISTORY_OLDER, sql.HISTORY_NEWER)
+    if where.since is not None and where.until is not None:
+        cursor.execute(sql.DATABASE_NOW)
+        now = cursor.fetchone()[0]
+        # Walking ids from the newest costs the rows ended after the range; reading
+        # the range first costs the rows in it: take the smaller (at a steady rate).
+        if where.until - where.since < now - where.until:
+            history = (sql.HISTORY_OLDER_IN_TIME_RANGE, sql.HISTORY_NEWER_IN_TIME_RANGE)
+    tables = [(sql.LIVE_OLDER, sql.LIVE_NEWER, LIVE_STATES), (*history, ENDED_STATES)]
+    floor = ceiling = newest = None
+    if where.text or where.payload or where.meta:
+        cursor.execute(sql.MAX_JOB_ID)
+        newest = int(cursor.fetchone()[0])
+        if after is None:
+            floor = max((before if before is not None else newest + 1) - SCAN_IDS, 1)
+        else:
+            ceiling = after + SCAN_IDS + 1
+    params = {
+        **where.params(),
+        "before": before,
+        "after": after,
+        "floor": floor,
+        "ceiling": ceiling,
+        "limit": limit + 1,
+    }
+    parts = [
+        f"({newer_sql if after is not None else older_sql})"
+        for older_sql, newer_sql, states in tables
+        if where.state is None or where.state in states
+    ]
+    return _Union("\nUNION ALL\n".join(parts), params, floor, ceiling, newest)
 
 
 def like_pattern(text: str) -> str:

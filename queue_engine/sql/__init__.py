@@ -7,7 +7,7 @@
     queues     queue configuration          maintenance  retention and the metrics rollup
     workers    worker registrations         notify     NOTIFY channels
     reads      what the console reads       console    the websockets' session check
-    fragments  pieces shared by several statements
+    job_sorts  the jobs list in another order  fragments  pieces shared by several statements
 
 Parameters are always bound; table names are fixed by the models' db_table. The package
 exports every statement, so that code reads `sql.CLAIM` whatever module holds it.
@@ -18,6 +18,7 @@ from queue_engine.sql.console import *  # noqa: F403
 from queue_engine.sql.enqueue import *  # noqa: F403
 from queue_engine.sql.flows import *  # noqa: F403
 from queue_engine.sql.fragments import *  # noqa: F403
+from queue_engine.sql.job_sorts import *  # noqa: F403
 from queue_engine.sql.leader import *  # noqa: F403
 from queue_engine.sql.maintenance import *  # noqa: F403
 from queue_engine.sql.notify import *  # noqa: F403

@@ -209,7 +209,9 @@ def sort_header(context: Any, column: str, label: str, css: str = "") -> SafeStr
     params = request.GET.copy() if request is not None else QueryDict(mutable=True)
     current, descending = context.get("sort"), context.get("descending", False)
     params["sort"] = context["sorts"][column]
-    for cursor in ("before", "after"):  # a new order starts from its first page
+    if not params["sort"]:  # the page's own order
+        params.pop("sort")
+    for cursor in ("before", "after", "page"):  # a new order starts from its first page
         params.pop(cursor, None)
     state = ("descending" if descending else "ascending") if current == column else "none"
     arrow = {"descending": "↓", "ascending": "↑", "none": ""}[state]

@@ -30,6 +30,32 @@
   }
   applyTheme(storedTheme());
 
+  // --- display settings: compact rows, absolute times (stored in this browser) ----------
+  var VIEW_KEYS = { density: "jobsite-console-density", times: "jobsite-console-times" };
+  var VIEW_ON = { density: "compact", times: "absolute" };
+  function viewSetting(name) {
+    try { return localStorage.getItem(VIEW_KEYS[name]) === VIEW_ON[name]; } catch (e) { return false; }
+  }
+  function applyView() {
+    Object.keys(VIEW_KEYS).forEach(function (name) {
+      var on = viewSetting(name);
+      if (on) root.setAttribute("data-" + name, VIEW_ON[name]);
+      else root.removeAttribute("data-" + name);
+      document.querySelectorAll('[data-toggle-view="' + name + '"]').forEach(function (button) {
+        button.setAttribute("aria-pressed", on ? "true" : "false");
+      });
+    });
+  }
+  function toggleView(name) {
+    try {
+      if (viewSetting(name)) localStorage.removeItem(VIEW_KEYS[name]);
+      else localStorage.setItem(VIEW_KEYS[name], VIEW_ON[name]);
+    } catch (e) { /* private mode: nothing is remembered */ }
+    applyView();
+    refreshTimes();
+  }
+  applyView();
+
   // --- relative times: server renders them, we keep them fresh ----------------------------
   function relative(date) {
     var seconds = (Date.now() - date.getTime()) / 1000;
@@ -43,10 +69,23 @@
     else text = Math.floor(seconds / 86400) + " d";
     return ago ? text + " ago" : "in " + text;
   }
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function absolute(date) {
+    var today = new Date();
+    var time = pad(date.getHours()) + ":" + pad(date.getMinutes()) + ":" + pad(date.getSeconds());
+    if (date.toDateString() === today.toDateString()) return time;
+    return date.getFullYear() + "-" + pad(date.getMonth() + 1) + "-" + pad(date.getDate()) + " " + time;
+  }
+  // Relative ("3 min ago") with the exact time on hover, or, with "Absolute times" on, the
+  // exact time (in this browser's time zone) with the relative one on hover.
   function refreshTimes(scope) {
+    var exact = viewSetting("times");
     (scope || document).querySelectorAll("time.rel[datetime]").forEach(function (el) {
       var date = new Date(el.getAttribute("datetime"));
-      if (!isNaN(date)) el.textContent = relative(date);
+      if (isNaN(date)) return;
+      if (!el.dataset.serverTitle) el.dataset.serverTitle = el.title || "";
+      el.textContent = exact ? absolute(date) : relative(date);
+      el.title = exact ? relative(date) : el.dataset.serverTitle;
     });
   }
 
@@ -141,6 +180,8 @@
       });
       return;
     }
+    var viewToggle = event.target.closest && event.target.closest("[data-toggle-view]");
+    if (viewToggle) toggleView(viewToggle.getAttribute("data-toggle-view"));
     if (event.target.closest && event.target.closest("[data-theme-toggle]")) cycleTheme();
     if (event.target.closest && event.target.closest("[data-shortcuts]")) showShortcuts();
   });
@@ -256,6 +297,7 @@
     document.querySelectorAll("form[data-bulk]").forEach(updateSelection);
     document.querySelectorAll("[data-follow]").forEach(watchLog);
     applyTheme(storedTheme());
+    applyView();
   }
   document.addEventListener("DOMContentLoaded", function () {
     init(document);

@@ -927,7 +927,10 @@ def test_the_state_filter_says_dead_as_the_badges_do_and_takes_either_word(
     by_word = text_of(viewer.get("/jobs/?state=dead"))
     by_value = text_of(viewer.get("/jobs/?state=failed"))
 
-    assert '<option value="failed">dead</option>' in page
-    assert ">failed<" not in page.split('id="f-state"')[1].split("</select>")[0]
+    tabs = page.split('id="job-tabs"')[1].split("</nav>")[0]
+    current = by_word.split('aria-current="page">')[-1].split("<span")[0]
+    assert "Dead" in tabs and "Waiting" in tabs
+    assert "Failed" not in tabs and "Blocked" not in tabs
+    assert current.strip() == "Dead"
     assert f'id="job-row-{data.dead[0].id}"' in by_word
     assert by_word.count('id="job-row-') == by_value.count('id="job-row-') > 0

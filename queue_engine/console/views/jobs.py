@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from queue_engine import reads, states
+from queue_engine import reads
 from queue_engine.console import actions, job_filters, matching
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.views.params import htmx_target, int_param, safe_next
@@ -28,16 +28,27 @@ def jobs(request: HttpRequest) -> HttpResponse:
         return redirect("console:job", filters.job_id)
     before, after = int_param(request.GET, "before"), int_param(request.GET, "after")
     error = ""
+    page, ordered = reads.JobPage([], None, None), None
     try:
-        page = job_filters.job_page(filters, before=before, after=after)
+        if filters.sort:
+            ordered = job_filters.sorted_page(filters)
+        else:
+            page = job_filters.job_page(filters, before=before, after=after)
+        tabs = job_filters.state_tabs(filters)
     except reads.NarrowFilter as exc:
-        page, error = reads.JobPage([], None, None), str(exc)
+        error, tabs = str(exc), []
     context = {
         "page": "jobs",
         "filters": filters,
         "jobs": page,
+        "ordered": ordered,
+        "rows": ordered.jobs if ordered else page.jobs,
+        "sort_window": reads.SORT_WINDOW,
+        "tabs": tabs,
+        "sort": filters.sort_key,
+        "descending": filters.descending,
+        "sorts": job_filters.sort_links(filters),
         "error": error,
-        "states": states.STATES,
         "ranges": [
             ("", "Any time"),
             ("15m", "Last 15 min"),
