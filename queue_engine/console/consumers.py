@@ -42,6 +42,7 @@ from queue_engine.console.views.job import (
     state_context,
 )
 from queue_engine.console.views.overview import overview_context
+from queue_engine.console.views.params import int_param
 from queue_engine.console.views.queues import queue_context
 
 FULL = "full"
@@ -250,6 +251,11 @@ class JobConsumer(LiveConsumer):
     async def setup(self) -> bool:
         self.job_id = int(self.scope["url_route"]["kwargs"]["job_id"])
         self.last_log_id = 0
+        # ?around=<line id>: the page shows the lines around a linked line; new lines are
+        # appended only once that window reaches the end of the log.
+        query = QueryDict(self.scope.get("query_string", b"").decode("latin-1"))
+        self.around = int_param(query, "around")
+        self.appending = True
         return True
 
     def live_groups(self) -> list[str]:
@@ -264,8 +270,9 @@ class JobConsumer(LiveConsumer):
                 self.job_id,
             )
         if FULL in dirty:
-            context = detail_context(job)
+            context = detail_context(job, self.around)
             self.last_log_id = context["last_log_id"]
+            self.appending = not context["log_more_after"]
             return "".join(
                 self.fragment(f"console/job.html#{p}", context)
                 for p in ("job-state", "job-result", "job-errors", "log-lines")
@@ -277,11 +284,15 @@ class JobConsumer(LiveConsumer):
                 self.fragment(f"console/job.html#{p}", context)
                 for p in ("job-result", "job-errors")
             ]
+        if not self.appending:
+            return "".join(parts)
         lines = reads.log_lines_after(self.job_id, self.last_log_id, limit=reads.LOG_TAIL + 1)
-        if len(lines) > reads.LOG_TAIL:
+        if len(lines) > reads.LOG_TAIL and self.around is None:
             lines, cut = reads.log_tail(self.job_id)
             parts.append(self.fragment("console/job.html#log-lines", log_context(lines, cut)))
         elif lines:
+            if len(lines) > reads.LOG_TAIL:  # keep the linked line on screen: stop here
+                lines, self.appending = lines[: reads.LOG_TAIL], False
             parts.append(self.fragment("console/log_append.html", {"log_lines": lines}))
         if lines:
             self.last_log_id = lines[-1].id

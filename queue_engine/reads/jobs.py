@@ -334,5 +334,18 @@ def log_tail(job_id: int, limit: int = LOG_TAIL) -> tuple[list[JobLog], bool]:
     return lines, cut
 
 
+def log_around(job_id: int, line_id: int, limit: int = LOG_TAIL) -> tuple[list[JobLog], bool, bool]:
+    """About `limit` log lines of a job centred on line `line_id` (a link to a line that
+    the tail no longer shows), in order, and whether older and newer lines were left out."""
+    half = limit // 2
+    lines = JobLog.objects.filter(job_id=job_id)
+    older = list(lines.filter(id__lt=line_id).order_by("-id")[: half + 1])
+    newer = list(lines.filter(id__gte=line_id).order_by("id")[: limit - half + 1])
+    cut_before, cut_after = len(older) > half, len(newer) > limit - half
+    older = older[:half]
+    older.reverse()
+    return older + newer[: limit - half], cut_before, cut_after
+
+
 def log_lines_after(job_id: int, after_id: int, limit: int = LOG_TAIL) -> list[JobLog]:
     return list(JobLog.objects.filter(job_id=job_id, id__gt=after_id).order_by("id")[:limit])

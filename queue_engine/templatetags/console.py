@@ -140,11 +140,13 @@ def log_line(line: JobLog) -> SafeString:
         label = "err"
     else:
         label = log_level(line.level)
-    stream, attempt = escape_html(line.stream), int(line.attempt)
+    stream, attempt, line_id = escape_html(line.stream), int(line.attempt), int(line.id)
+    # The time links to this line: ?around= shows it even once the tail has moved past it.
     return mark_safe(
-        f'<div class="log-line stream-{stream} {stream}" data-attempt="{attempt}">'
-        f'<time datetime="{line.at.isoformat()}" title="{at:%Y-%m-%d %H:%M:%S.%f} · attempt '
-        f'{attempt}">{at:%H:%M:%S}</time><span class="stream-name">{escape_html(label)}</span>'
+        f'<div class="log-line stream-{stream} {stream}" id="L{line_id}" data-attempt="{attempt}">'
+        f'<a class="line-link" href="?around={line_id}#L{line_id}" title="Link to this line · '
+        f'{at:%Y-%m-%d %H:%M:%S.%f} · attempt {attempt}"><time datetime="{line.at.isoformat()}">'
+        f'{at:%H:%M:%S}</time></a><span class="stream-name">{escape_html(label)}</span>'
         f'<span class="text">{escape_html(line.text)}</span></div>'
     )
 

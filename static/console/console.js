@@ -186,6 +186,95 @@
     if (event.target.closest && event.target.closest("[data-shortcuts]")) showShortcuts();
   });
 
+  // --- find in the log: highlight every match in the lines shown, step through them ------
+  // Matches are wrapped in <mark> by splitting text nodes (never through HTML), so the
+  // log's text stays as the server escaped it, and Copy still copies the plain lines.
+  var find = { query: "", hits: [], current: -1 };
+  function findBox() { return document.querySelector("[data-log-find]"); }
+  function clearMarks(scope) {
+    scope.querySelectorAll("mark.find-hit").forEach(function (mark) {
+      var parent = mark.parentNode;
+      parent.replaceChild(document.createTextNode(mark.textContent), mark);
+      parent.normalize();
+    });
+  }
+  function markMatches(textEl, needle) {
+    var text = textEl.textContent;
+    var lower = text.toLowerCase();
+    var at = lower.indexOf(needle);
+    if (at < 0) return [];
+    var found = [];
+    var fragment = document.createDocumentFragment();
+    var from = 0;
+    while (at >= 0) {
+      fragment.appendChild(document.createTextNode(text.slice(from, at)));
+      var mark = document.createElement("mark");
+      mark.className = "find-hit";
+      mark.textContent = text.slice(at, at + needle.length);
+      fragment.appendChild(mark);
+      found.push(mark);
+      from = at + needle.length;
+      at = lower.indexOf(needle, from);
+    }
+    fragment.appendChild(document.createTextNode(text.slice(from)));
+    textEl.textContent = "";
+    textEl.appendChild(fragment);
+    return found;
+  }
+  function runFind(keepPlace) {
+    var box = findBox();
+    if (!box) return;
+    var lines = document.getElementById(box.getAttribute("data-log-find"));
+    if (!lines) return;
+    clearMarks(lines);
+    find.hits = [];
+    if (find.query) {
+      lines.querySelectorAll(".log-line .text").forEach(function (el) {
+        find.hits = find.hits.concat(markMatches(el, find.query));
+      });
+    }
+    find.current = find.hits.length ? (keepPlace ? Math.min(Math.max(find.current, 0), find.hits.length - 1) : 0) : -1;
+    showCurrent(!keepPlace);
+  }
+  function showCurrent(scroll) {
+    var box = findBox();
+    find.hits.forEach(function (hit, i) { hit.classList.toggle("current", i === find.current); });
+    var count = box && box.querySelector("[data-log-count]");
+    if (count) {
+      count.textContent = !find.query ? "" : find.hits.length === 0 ? "no match"
+        : (find.current + 1) + " of " + find.hits.length;
+      count.classList.toggle("none", Boolean(find.query) && find.hits.length === 0);
+    }
+    var hit = find.hits[find.current];
+    if (hit && scroll) hit.scrollIntoView({ block: "nearest" });
+  }
+  function stepFind(step) {
+    if (!find.hits.length) return;
+    find.current = (find.current + step + find.hits.length) % find.hits.length;
+    showCurrent(true);
+  }
+  document.addEventListener("input", function (event) {
+    if (!event.target.hasAttribute || !event.target.hasAttribute("data-log-query")) return;
+    find.query = event.target.value.toLowerCase();
+    runFind(false);
+  });
+  document.addEventListener("keydown", function (event) {
+    if (!event.target.hasAttribute || !event.target.hasAttribute("data-log-query")) return;
+    if (event.key === "Enter") { event.preventDefault(); stepFind(event.shiftKey ? -1 : 1); }
+  });
+  document.addEventListener("click", function (event) {
+    var step = event.target.closest && event.target.closest("[data-log-step]");
+    if (step) stepFind(Number(step.getAttribute("data-log-step")));
+  });
+  // New lines arrive live: find in them too, staying on the current match.
+  document.addEventListener("htmx:wsAfterMessage", function () { if (find.query) runFind(true); });
+
+  // A link to a line (#L123): bring it into view inside the log.
+  function showLinkedLine() {
+    var target = location.hash && document.getElementById(location.hash.slice(1));
+    if (target && target.classList.contains("log-line")) target.scrollIntoView({ block: "center" });
+  }
+
   // --- websockets: mark live, pause while the tab is hidden -------------------------------
   var sockets = [];
   document.addEventListener("htmx:wsOpen", function (event) {
@@ -301,6 +390,7 @@
   }
   document.addEventListener("DOMContentLoaded", function () {
     init(document);
+    showLinkedLine();
     setInterval(refreshTimes, 10000);
   });
   document.addEventListener("htmx:afterSettle", function () { init(document); });

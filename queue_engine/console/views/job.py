@@ -12,6 +12,7 @@ from django.utils import timezone
 from queue_engine import reads
 from queue_engine.console import actions
 from queue_engine.console.access import viewer_required
+from queue_engine.console.views.params import int_param
 from queue_engine.models import Job, JobLog, JobRecord
 
 DETAIL_ORDER: tuple[actions.Action, ...] = ("retry", "redrive", "cancel", "remove")
@@ -50,8 +51,16 @@ def state_context(job: Job | JobRecord) -> dict[str, Any]:
     }
 
 
-def log_context(lines: list[JobLog], cut: bool = False) -> dict[str, Any]:
-    return {"log_lines": lines, "log_cut": cut, "last_log_id": lines[-1].id if lines else 0}
+def log_context(
+    lines: list[JobLog], cut: bool = False, more_after: bool = False, around: int | None = None
+) -> dict[str, Any]:
+    return {
+        "log_lines": lines,
+        "log_cut": cut,
+        "log_more_after": more_after,  # newer lines exist: the live tail does not append
+        "log_around": around,
+        "last_log_id": lines[-1].id if lines else 0,
+    }
 
 
 def outcome_context(job: Job | JobRecord) -> dict[str, Any]:
@@ -64,15 +73,16 @@ def outcome_context(job: Job | JobRecord) -> dict[str, Any]:
     }
 
 
-def detail_context(job: Job | JobRecord) -> dict[str, Any]:
-    lines, cut = reads.log_tail(job.pk)
+def detail_context(job: Job | JobRecord, around: int | None = None) -> dict[str, Any]:
+    """Everything the job page shows; `around` a log line's id shows the lines around it
+    instead of the tail (a link to a line)."""
+    if around is None:
+        log = log_context(*reads.log_tail(job.pk))
+    else:
+        lines, cut, more_after = reads.log_around(job.pk, around)
+        log = log_context(lines, cut, more_after, around)
     links = reads.flow_links(job.pk) if job.flow_id is not None else None
-    return {
-        **state_context(job),
-        **outcome_context(job),
-        **log_context(lines, cut),
-        "links": links,
-    }
+    return {**state_context(job), **outcome_context(job), **log, "links": links}
 
 
 @viewer_required
@@ -80,4 +90,6 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     job = reads.find_job(job_id)
     if job is None:
         raise Http404(f"Job {job_id} does not exist (it may have been removed or pruned).")
-    return render(request, "console/job.html", {"page": "jobs", **detail_context(job)})
+    around = int_param(request.GET, "around")
+    context = detail_context(job, around)
+    return render(request, "console/job.html", {"page": "jobs", **context})
