@@ -330,3 +330,29 @@ def page_post(client: Client, url: str, form: dict[str, str]) -> str:
     response = client.post(url, form)
     assert response.status_code == 200, response.status_code
     return response.content.decode()
+
+
+def test_a_requeued_node_shows_what_it_does_now_not_its_old_error(
+    as_role: Callable[[str], Client],
+) -> None:
+    flow_id = etl("broken")
+    finish(flow_id, "extract", "cancelled", error="cancelled by admin")
+    viewer = as_role("viewer")
+    before = viewer.get(f"/flows/{flow_id}/").content.decode()
+
+    ops.requeue_flow(flow_id)
+    waiting = viewer.get(f"/flows/{flow_id}/").content.decode()
+    Job.objects.filter(flow_id=flow_id, node_key="extract").update(
+        state="running", started_at=timezone.now(), progress=0.4
+    )
+    running = viewer.get(f"/flows/{flow_id}/").content.decode()
+
+    def extract_row(page: str) -> str:
+        node = Job.objects.filter(flow_id=flow_id, node_key="extract").values_list("id", flat=True)
+        node_id = node.first() or JobRecord.objects.get(flow_id=flow_id, node_key="extract").id
+        return page.split(f'id="node-{node_id}"')[1].split("</tr>")[0]
+
+    assert 'class="error-text"' in extract_row(before)
+    assert "runs again after: cancelled by admin" in extract_row(waiting)
+    assert "cancelled by admin" not in extract_row(running)
+    assert "40%" in extract_row(running)
