@@ -16,7 +16,9 @@ from tests.support.workers import Workers, wait_for
 
 PAGES = {
     "overview": "/",
+    "queues": "/queues/",
     "jobs": "/jobs/",
+    "flows": "/flows/",
     "dead": "/dead/",
     "schedules": "/schedules/",
     "workers": "/workers/",

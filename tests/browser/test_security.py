@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.browser.conftest import Server
+from tests.browser.conftest import Server, screenshot
 from tests.support import console_data
 
 
@@ -54,3 +54,41 @@ def test_no_page_reports_a_policy_violation(new_page: Any, server: Server) -> No
     assert others == [
         "Failed to load resource: the server responded with a status of 404 (Not Found)"
     ]
+
+
+def test_error_pages_use_the_console_layout_in_light_and_dark(
+    new_page: Any, server: Server
+) -> None:
+    shown = {}
+    for scheme in ("light", "dark"):
+        page = new_page("viewer", color_scheme=scheme)
+        page.goto(f"{server.url}/jobs/999999999/")
+        shown[f"404-{scheme}"] = page.inner_text("main")
+        has_nav = page.locator("header.topbar nav a").count()
+        screenshot(page, f"error-404-{scheme}")
+        page.goto(f"{server.url}/queues/no-such-queue/")
+        shown[f"404-queue-{scheme}"] = page.inner_text("main")
+        assert has_nav >= 8
+
+    assert "Job 999999999 does not exist" in shown["404-light"]
+    assert "There is no queue named 'no-such-queue'" in shown["404-queue-dark"]
+
+
+def test_the_navigation_wraps_on_a_phone_instead_of_hiding_pages(
+    new_page: Any, server: Server
+) -> None:
+    page = new_page("viewer", viewport={"width": 390, "height": 844})
+    for url in ("/", "/queues/", "/workers/", "/jobs/"):
+        page.goto(server.url + url)
+        hidden = page.evaluate(
+            """() => [...document.querySelectorAll('header .nav a')]
+                 .filter(a => { const b = a.getBoundingClientRect();
+                                return b.left < 0 || b.right > innerWidth || b.width === 0; })
+                 .map(a => a.textContent)"""
+        )
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert hidden == [], f"{url}: {hidden} cut off"
+        assert width <= 390, f"{url} scrolls sideways ({width}px)"
+    screenshot(page, "nav-phone")
+    page.click("header .nav a:has-text('Audit log')")
+    page.wait_for_url(f"{server.url}/audit/")
