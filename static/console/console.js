@@ -269,11 +269,20 @@
   // New lines arrive live: find in them too, staying on the current match.
   document.addEventListener("htmx:wsAfterMessage", function () { if (find.query) runFind(true); });
 
-  // A link to a line (#L123): bring it into view inside the log.
-  function showLinkedLine() {
+  // A link to a line (#L123): mark it and bring it into view inside the log. A class, not
+  // :target alone: the socket's first push replaces the lines, and :target stays with the
+  // element the page loaded with.
+  function markLinkedLine() {
     var target = location.hash && document.getElementById(location.hash.slice(1));
-    if (target && target.classList.contains("log-line")) target.scrollIntoView({ block: "center" });
+    if (!target || !target.classList.contains("log-line")) return null;
+    target.classList.add("linked");
+    return target;
   }
+  function showLinkedLine() {
+    var target = markLinkedLine();
+    if (target) target.scrollIntoView({ block: "center" });
+  }
+  document.addEventListener("htmx:wsAfterMessage", markLinkedLine);
 
   // --- websockets: mark live, pause while the tab is hidden -------------------------------
   var sockets = [];
