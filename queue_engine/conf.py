@@ -18,6 +18,7 @@
 | CONSOLE_MASKED_KEYS      | ["password", "token", "secret", "key", "auth", ...] | the console masks values whose key contains one of these words (any case) |
 | CONSOLE_STATEMENT_TIMEOUT | 3          | seconds a console or tracking query may run before the page asks to narrow the filter |
 | SCHEDULES                | {}           | recurring jobs declared when a worker starts (below)      |
+| METRICS_TOKEN            | None         | set: GET /metrics answers Prometheus, to requests that send `Authorization: Bearer <token>`; unset: /metrics is off (404) |
 
 SCHEDULES maps a unique name to a schedule, declared idempotently by every
 worker at start-up (`queue_engine.schedules.declare_configured`); a schedule
@@ -98,6 +99,7 @@ DEFAULTS: dict[str, Any] = {
     ],
     "CONSOLE_STATEMENT_TIMEOUT": 3,
     "SCHEDULES": {},
+    "METRICS_TOKEN": None,
 }
 
 

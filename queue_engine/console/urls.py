@@ -10,6 +10,7 @@ from queue_engine.console.views import (
     flows,
     job,
     jobs,
+    metrics,
     overview,
     queue_config,
     queues,
@@ -35,6 +36,7 @@ urlpatterns = [
     path("schedules/action/", schedules.schedule_action, name="schedule_action"),
     path("workers/", workers.workers, name="workers"),
     path("audit/", audit.audit, name="audit"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("queues/", queues.queues, name="queues"),
     # Queue names may hold any character, "/" included: the action routes come first.
     path("queues/<queue:name>/redrive/", queues.redrive, name="queue_redrive"),

@@ -8,6 +8,7 @@
     workers    worker registrations         notify     NOTIFY channels
     reads      what the console reads       console    the websockets' session check
     job_sorts  the jobs list in another order  fragments  pieces shared by several statements
+    metrics    what GET /metrics reads beside the queue counts
 
 Parameters are always bound; table names are fixed by the models' db_table. The package
 exports every statement, so that code reads `sql.CLAIM` whatever module holds it.
@@ -21,6 +22,7 @@ from queue_engine.sql.fragments import *  # noqa: F403
 from queue_engine.sql.job_sorts import *  # noqa: F403
 from queue_engine.sql.leader import *  # noqa: F403
 from queue_engine.sql.maintenance import *  # noqa: F403
+from queue_engine.sql.metrics import *  # noqa: F403
 from queue_engine.sql.notify import *  # noqa: F403
 from queue_engine.sql.ops import *  # noqa: F403
 from queue_engine.sql.queues import *  # noqa: F403

@@ -84,10 +84,11 @@ DELETE FROM queue_engine_metricbucket
 INSERT_MINUTE_BUCKETS = f"""
 INSERT INTO queue_engine_metricbucket
        (size, bucket, queue, kind, succeeded, failed, cancelled, retried, timed,
-        wait_sum, run_sum, wait_p50, wait_p95, run_p50, run_p95)
+        wait_sum, run_sum, wait_p50, wait_p95, run_p50, run_p95, rescued)
 SELECT 60, date_bin('1 minute', finished_at, {BUCKET_ORIGIN}), queue, kind,
-       {MINUTE_FIGURES}
-  FROM (SELECT finished_at, queue, kind, state, attempt,
+       {MINUTE_FIGURES},
+       count(*) FILTER (WHERE rescues > 0)
+  FROM (SELECT finished_at, queue, kind, state, attempt, rescues,
                {WAIT_AND_RUN}
           FROM queue_engine_jobrecord
          WHERE finished_at >= %(start)s AND finished_at < %(end)s) r
@@ -100,14 +101,15 @@ SELECT 60, date_bin('1 minute', finished_at, {BUCKET_ORIGIN}), queue, kind,
 INSERT_HOUR_BUCKETS = f"""
 INSERT INTO queue_engine_metricbucket
        (size, bucket, queue, kind, succeeded, failed, cancelled, retried, timed,
-        wait_sum, run_sum, wait_p50, wait_p95, run_p50, run_p95)
+        wait_sum, run_sum, wait_p50, wait_p95, run_p50, run_p95, rescued)
 SELECT 3600, date_bin('1 hour', bucket, {BUCKET_ORIGIN}), queue, kind,
        sum(succeeded), sum(failed), sum(cancelled), sum(retried), sum(timed),
        sum(wait_sum), sum(run_sum),
        sum(wait_p50 * timed) / NULLIF(sum(timed), 0),
        sum(wait_p95 * timed) / NULLIF(sum(timed), 0),
        sum(run_p50 * timed) / NULLIF(sum(timed), 0),
-       sum(run_p95 * timed) / NULLIF(sum(timed), 0)
+       sum(run_p95 * timed) / NULLIF(sum(timed), 0),
+       sum(rescued)
   FROM queue_engine_metricbucket
  WHERE size = 60 AND bucket >= %(start)s AND bucket < %(end)s
  GROUP BY 2, 3, 4

@@ -1,0 +1,42 @@
+"""What GET /metrics reads besides the console's queue counts: the rollup's last complete
+minutes, the rollup's watermark, and whether some session holds the leader's lock. Each is
+an index range or a catalog read, so a scrape costs the same whatever the history holds."""
+
+from __future__ import annotations
+
+# Finished jobs by outcome, failed attempts that ran again, and jobs that ended after a
+# rescue, per queue and kind, over minute buckets in [start, end).
+RECENT_OUTCOMES = """
+SELECT queue, kind, sum(succeeded), sum(failed), sum(cancelled), sum(retried), sum(rescued)
+  FROM queue_engine_metricbucket
+ WHERE size = 60 AND bucket >= %(start)s AND bucket < %(end)s
+ GROUP BY queue, kind
+"""
+
+
+# Wait (run_at to start) and run (start to finish) percentiles per queue over the same
+# minutes: the timed-weighted means of the minutes' percentiles, as hour buckets are.
+RECENT_TIMES = """
+SELECT queue,
+       sum(wait_p50 * timed) / NULLIF(sum(timed), 0),
+       sum(wait_p95 * timed) / NULLIF(sum(timed), 0),
+       sum(run_p50 * timed) / NULLIF(sum(timed), 0),
+       sum(run_p95 * timed) / NULLIF(sum(timed), 0)
+  FROM queue_engine_metricbucket
+ WHERE size = 60 AND bucket >= %(start)s AND bucket < %(end)s
+ GROUP BY queue
+"""
+
+
+# How far the rollup has got: buckets before it are complete.
+ROLLED_UP_TO = "SELECT rolled_up_to FROM queue_engine_rollupstate WHERE name = 'metrics'"
+
+
+# Whether a session holds the leader's advisory lock: a bigint key shows in pg_locks as
+# its high half in classid and its low half in objid, with objsubid 1.
+LEADER_LOCK_HELD = """
+SELECT EXISTS (
+    SELECT 1 FROM pg_locks
+     WHERE locktype = 'advisory' AND granted AND objsubid = 1
+       AND classid::bigint = %(high)s AND objid::bigint = %(low)s)
+"""

@@ -1,0 +1,97 @@
+"""GET /metrics: off by default, a bearer token, the Prometheus text format."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
+
+from queue_engine import sql
+from queue_engine.models import Job, JobRecord, QueueConfig, WorkerProcess
+from queue_engine.worker.services import roll_up
+from tests.support.services import run_service
+from tests.worker.test_maintenance import database_now, record
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOKEN = "scrape-me-7f3a"
+
+
+@pytest.fixture
+def metrics_on(settings: Any) -> None:
+    settings.QUEUE_ENGINE = {**getattr(settings, "QUEUE_ENGINE", {}), "METRICS_TOKEN": TOKEN}
+
+
+def scrape(token: str | None = TOKEN) -> Any:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return Client().get("/metrics", headers=headers)
+
+
+def samples(response: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = response.content.decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_metrics_are_off_unless_a_token_is_set() -> None:
+    response = scrape()
+
+    assert response.status_code == 404
+    assert "METRICS_TOKEN" in response.content.decode()
+
+
+def test_a_scrape_without_the_right_token_is_refused(metrics_on: None) -> None:
+    missing, wrong = scrape(None), scrape("guess")
+
+    assert missing.status_code == wrong.status_code == 401
+    assert missing["WWW-Authenticate"].startswith("Bearer")
+    assert b"queue_engine" not in wrong.content
+
+
+def test_a_scrape_reports_queues_workers_and_the_last_minutes(
+    metrics_on: None, conninfo: str
+) -> None:
+    for _ in range(3):
+        Job.objects.create(kind="tests.noop", queue="emails")
+    QueueConfig.objects.update_or_create(name="reports", defaults={"paused": True})
+    now = database_now()
+    minute_ago = now - timedelta(minutes=2)
+    JobRecord.objects.bulk_create(
+        [record(minute_ago, queue="emails", attempt=2) for _ in range(4)]
+        + [record(minute_ago, queue="emails", state="failed")]
+    )
+    JobRecord.objects.filter(state="failed").update(rescues=1)
+    run_service(conninfo, roll_up)
+    WorkerProcess.objects.create(id="w-1", host="h", pid=1, concurrency=8, in_flight=3)
+
+    got = samples(scrape())
+    kind = "tests.noop"
+
+    assert got[("queue_engine_jobs", (("queue", "emails"), ("state", "available")))] == 3
+    assert got[("queue_engine_dead_letter_jobs", (("queue", "emails"),))] == 1
+    assert got[("queue_engine_queue_paused", (("queue", "reports"),))] == 1
+    assert got[("queue_engine_oldest_waiting_seconds", (("queue", "emails"),))] >= 0
+    key = (("kind", kind), ("outcome", "succeeded"), ("queue", "emails"))
+    assert got[("queue_engine_finished_jobs_5m", key)] == 4
+    assert got[("queue_engine_retried_attempts_5m", (("kind", kind), ("queue", "emails")))] == 4
+    assert got[("queue_engine_rescued_jobs_5m", (("kind", kind), ("queue", "emails")))] == 1
+    assert got[("queue_engine_run_seconds", (("quantile", "0.5"), ("queue", "emails")))] == 1.0
+    assert got[("queue_engine_workers_alive", ())] == 1
+    assert got[("queue_engine_worker_jobs_in_flight", (("worker", "w-1"),))] == 3
+    assert got[("queue_engine_leader", ())] == 0
+
+
+def test_the_leader_gauge_follows_the_lock(metrics_on: None, conninfo: str) -> None:
+    with psycopg.connect(conninfo, autocommit=True) as leader:
+        leader.execute(sql.TRY_LEADER_LOCK, [sql.LEADER_LOCK_KEY])
+        held = samples(scrape())[("queue_engine_leader", ())]
+    released = samples(scrape())[("queue_engine_leader", ())]
+
+    assert (held, released) == (1, 0)
