@@ -22,7 +22,9 @@ from queue_engine import sql
 
 LATE_MARGIN = timedelta(minutes=1)
 CHUNK = timedelta(hours=1)  # history per pass when catching up; adapted to keep passes short
-MIN_CHUNK, MAX_CHUNK = timedelta(minutes=1), timedelta(days=1)
+# A pass starts LATE_MARGIN before the watermark: the smallest chunk must reach past it, or
+# a pass on a slow database would end where it started and the rollup would stall.
+MIN_CHUNK, MAX_CHUNK = LATE_MARGIN + timedelta(minutes=1), timedelta(days=1)
 FAST_PASS, SLOW_PASS = 0.1, 0.4  # seconds
 TIME_BUDGET = 0.5  # seconds per call; the leader has other work too
 KEEP_MINUTES = 3 * 86400  # minute buckets serve windows up to 50 hours (900 s steps)
