@@ -22,12 +22,14 @@ if TYPE_CHECKING:
     )
     from queue_engine.flows import Flow, Node
     from queue_engine.kinds import job
+    from queue_engine.worker.context import JobContext
 
 # Where each public name lives. The package resolves them lazily, so that
 # `import queue_engine` works before Django's apps are ready.
 _HOMES = {
     "Backoff": "queue_engine.definitions",
     "job": "queue_engine.kinds",
+    "JobContext": "queue_engine.worker.context",
     "JobSpec": "queue_engine.enqueueing.prepare",
     "enqueue": "queue_engine.enqueueing.single",
     "enqueue_many": "queue_engine.enqueueing.bulk",
@@ -53,6 +55,7 @@ __all__ = [
     "FilterError",
     "Flow",
     "FlowError",
+    "JobContext",
     "JobSpec",
     "LeaseExpired",
     "NarrowFilter",

@@ -246,7 +246,7 @@ class EnqueueOptions:
 class JobDefinition[**P = ..., R = Any]:
     """A registered job kind. Call `.enqueue(...)` to queue it, or call it directly to run it."""
 
-    func: Callable[P, R]
+    func: Callable[..., R]  # with its ctx first when takes_context
     kind: str
     queue: str
     priority: int = 0
@@ -299,7 +299,7 @@ class JobDefinition[**P = ..., R = Any]:
             ),
         )
 
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+    def __call__(self, *args: Any, **kwargs: Any) -> R:
         return self.func(*args, **kwargs)
 
     def using(self, **overrides: Any) -> Self:

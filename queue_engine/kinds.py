@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Protocol, overload
 
 from queue_engine.conf import option
 from queue_engine.definitions import (
@@ -25,20 +25,61 @@ from queue_engine.enqueueing.single import enqueue_definition
 from queue_engine.models import Job
 from queue_engine.registry import registry
 
+if TYPE_CHECKING:
+    from queue_engine.worker.context import JobContext
+
 
 class JobKind[**P = ..., R = Any](JobDefinition[P, R]):
-    """A job kind declared with `@job`: call `.enqueue(...)` to queue it, or call it to run it."""
+    """A job kind declared with `@job`: call `.enqueue(...)` to queue it, or call it to run it.
 
-    def enqueue(self, *args: Any, **kwargs: Any) -> Job:
+    `P` is the handler's parameters without its `ctx`: a type checker holds `enqueue` and
+    `enqueue_debounced` (also after `using(...)`) to them.
+    """
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job:
         return enqueue_definition(self, self.payload_for(args, kwargs))
 
-    def enqueue_debounced(self, *args: Any, **kwargs: Any) -> Job:
+    def enqueue_debounced(self, *args: P.args, **kwargs: P.kwargs) -> Job:
         """Coalesce with a pending job of the same dedup key: it takes this payload and run time."""
         return enqueue_definition(self, self.payload_for(args, kwargs), debounce=True)
 
     def enqueue_many(self, calls: Iterable[Call]) -> list[int]:
         """Enqueue one job per item (a dict of keyword arguments, or a tuple of positional ones)."""
         return enqueue_calls(self, calls if isinstance(calls, Sequence) else list(calls))
+
+
+class JobDecorator(Protocol):
+    """What `@job(...)` with options returns: it types the handler as `@job` does."""
+
+    @overload
+    def __call__[**P, R](  # type: ignore[overload-overlap]
+        self, func: Callable[Concatenate[JobContext, P], R], /
+    ) -> JobKind[P, R]: ...
+
+    @overload
+    def __call__[**P, R](self, func: Callable[P, R], /) -> JobKind[P, R]: ...
+
+
+# A handler whose first parameter takes a JobContext (annotated JobContext or Any) is
+# typed without it: its jobs' payloads are the rest. The runtime decides by the name
+# `ctx` (or takes_context=): annotate ctx, and give a plain function's first parameter
+# its real type, so that the two agree.
+@overload
+def job[**P, R](  # type: ignore[overload-overlap]
+    func: Callable[Concatenate[JobContext, P], R],
+    *,
+    kind: str | None = None,
+    queue: str | None = None,
+    priority: int = 0,
+    max_attempts: int | None = None,
+    backoff: Backoff | None = None,
+    idle_timeout: Seconds | None = None,
+    name: str | Callable[[dict[str, Any]], str] | None = None,
+    group_key: str | Callable[[dict[str, Any]], str | None] | None = None,
+    labels: Sequence[str] = (),
+    on_error: OnError = "retry",
+    takes_context: bool | None = None,
+) -> JobKind[P, R]: ...
 
 
 @overload
@@ -60,7 +101,7 @@ def job[**P, R](
 
 
 @overload
-def job[**P, R](
+def job(
     func: None = None,
     *,
     kind: str | None = None,
@@ -74,11 +115,11 @@ def job[**P, R](
     labels: Sequence[str] = (),
     on_error: OnError = "retry",
     takes_context: bool | None = None,
-) -> Callable[[Callable[P, R]], JobKind[P, R]]: ...
+) -> JobDecorator: ...
 
 
-def job[**P, R](
-    func: Callable[P, R] | None = None,
+def job(
+    func: Callable[..., Any] | None = None,
     *,
     kind: str | None = None,
     queue: str | None = None,
@@ -91,14 +132,14 @@ def job[**P, R](
     labels: Sequence[str] = (),
     on_error: OnError = "retry",
     takes_context: bool | None = None,
-) -> JobKind[P, R] | Callable[[Callable[P, R]], JobKind[P, R]]:
+) -> JobKind[..., Any] | Callable[[Callable[..., Any]], JobKind[..., Any]]:
     """Register a function (plain or `async def`) as a job kind.
 
     The handler receives a `ctx` (JobContext) as its first argument when that
     parameter is named `ctx`, or when `takes_context=True`.
     """
 
-    def register(f: Callable[P, R]) -> JobKind[P, R]:
+    def register(f: Callable[..., Any]) -> JobKind[..., Any]:
         name_of_kind = kind or f"{f.__module__}.{f.__qualname__}"
         problems = [
             name_problem("the kind", name_of_kind, 255),

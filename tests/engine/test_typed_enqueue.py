@@ -1,0 +1,72 @@
+"""A type checker holds `enqueue` to the handler's parameters (without its ctx)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SAMPLE = """\
+from queue_engine import JobContext, job
+
+
+@job(queue="emails")
+def send_welcome(ctx: JobContext, user_id: int, *, template: str = "welcome") -> None: ...
+
+
+@job
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@job
+async def fetch(ctx: JobContext, url: str) -> str:
+    return url
+
+
+send_welcome.enqueue(7)
+send_welcome.enqueue(user_id=7, template="x")
+send_welcome.using(priority=5).enqueue(7)
+send_welcome.enqueue_debounced(7)
+add.enqueue(1, 2)
+fetch.using(queue="pages").enqueue("https://example.com")
+
+send_welcome.enqueue(7, too="x")  # refused: Unexpected keyword argument "too"
+send_welcome.enqueue("seven")  # refused: incompatible type "str"; expected "int"
+add.enqueue(1)  # refused: Missing positional argument "b"
+fetch.using(queue="pages").enqueue(url=3)  # refused: incompatible type "int"; expected "str"
+send_welcome.enqueue_debounced()  # refused: Missing positional argument "user_id"
+"""
+# line number -> what mypy must say there; every other line must pass
+REFUSED = {
+    number: line.split("# refused: ")[1]
+    for number, line in enumerate(SAMPLE.splitlines(), start=1)
+    if "# refused: " in line
+}
+
+
+@pytest.mark.slow
+def test_mypy_refuses_wrong_arguments_and_accepts_right_ones(tmp_path: Path) -> None:
+    sample = tmp_path / "sample_jobs.py"
+    sample.write_text(SAMPLE)
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), str(sample)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    errors = {
+        int(line.split(":")[1]): line.split("error: ")[1]
+        for line in done.stdout.splitlines()
+        if ": error: " in line
+    }
+    assert sorted(errors) == sorted(REFUSED), done.stdout
+    for number, expected in REFUSED.items():
+        assert expected in errors[number], (number, errors[number])
