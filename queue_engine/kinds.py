@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Concatenate, Protocol, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Protocol, TypedDict, Unpack, overload
 
 from queue_engine.conf import option
 from queue_engine.definitions import (
@@ -48,6 +48,22 @@ class JobKind[**P = ..., R = Any](JobDefinition[P, R]):
         return enqueue_calls(self, calls if isinstance(calls, Sequence) else list(calls))
 
 
+class JobOptions(TypedDict, total=False):
+    """The options of `@job`, as the overloads below take them."""
+
+    kind: str | None
+    queue: str | None
+    priority: int
+    max_attempts: int | None
+    backoff: Backoff | None
+    idle_timeout: Seconds | None
+    name: str | Callable[[dict[str, Any]], str] | None
+    group_key: str | Callable[[dict[str, Any]], str | None] | None
+    labels: Sequence[str]
+    on_error: OnError
+    takes_context: bool | None
+
+
 class JobDecorator(Protocol):
     """What `@job(...)` with options returns: it types the handler as `@job` does."""
 
@@ -60,61 +76,28 @@ class JobDecorator(Protocol):
     def __call__[**P, R](self, func: Callable[P, R], /) -> JobKind[P, R]: ...
 
 
-# A handler whose first parameter takes a JobContext (annotated JobContext or Any) is
-# typed without it: its jobs' payloads are the rest. The runtime decides by the name
-# `ctx` (or takes_context=): annotate ctx, and give a plain function's first parameter
-# its real type, so that the two agree.
+# A handler whose first parameter is typed JobContext is typed without it: its jobs'
+# payloads are the rest. The runtime decides by the name `ctx` (or takes_context=), which
+# a type checker cannot see: a first parameter typed Any, or untyped, matches both
+# overloads, and the kind is then left unchecked (JobKind[Any, Any]) rather than wrong.
 @overload
 def job[**P, R](  # type: ignore[overload-overlap]
     func: Callable[Concatenate[JobContext, P], R],
-    *,
-    kind: str | None = None,
-    queue: str | None = None,
-    priority: int = 0,
-    max_attempts: int | None = None,
-    backoff: Backoff | None = None,
-    idle_timeout: Seconds | None = None,
-    name: str | Callable[[dict[str, Any]], str] | None = None,
-    group_key: str | Callable[[dict[str, Any]], str | None] | None = None,
-    labels: Sequence[str] = (),
-    on_error: OnError = "retry",
-    takes_context: bool | None = None,
+    **options: Unpack[JobOptions],
 ) -> JobKind[P, R]: ...
 
 
 @overload
 def job[**P, R](
     func: Callable[P, R],
-    *,
-    kind: str | None = None,
-    queue: str | None = None,
-    priority: int = 0,
-    max_attempts: int | None = None,
-    backoff: Backoff | None = None,
-    idle_timeout: Seconds | None = None,
-    name: str | Callable[[dict[str, Any]], str] | None = None,
-    group_key: str | Callable[[dict[str, Any]], str | None] | None = None,
-    labels: Sequence[str] = (),
-    on_error: OnError = "retry",
-    takes_context: bool | None = None,
+    **options: Unpack[JobOptions],
 ) -> JobKind[P, R]: ...
 
 
 @overload
 def job(
     func: None = None,
-    *,
-    kind: str | None = None,
-    queue: str | None = None,
-    priority: int = 0,
-    max_attempts: int | None = None,
-    backoff: Backoff | None = None,
-    idle_timeout: Seconds | None = None,
-    name: str | Callable[[dict[str, Any]], str] | None = None,
-    group_key: str | Callable[[dict[str, Any]], str | None] | None = None,
-    labels: Sequence[str] = (),
-    on_error: OnError = "retry",
-    takes_context: bool | None = None,
+    **options: Unpack[JobOptions],
 ) -> JobDecorator: ...
 
 
