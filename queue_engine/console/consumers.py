@@ -326,7 +326,7 @@ class FlowConsumer(LiveConsumer):
         else:
             html = "".join(
                 self.fragment(f"console/flow.html#{p}", context)
-                for p in ("flow-head", "flow-data", "flow-nodes")
+                for p in ("flow-head", "flow-data", "flow-timeline", "flow-nodes")
             )
         if html == self.last_sent and FULL not in dirty:
             return ""

@@ -10,6 +10,7 @@ the few rows it has not seen yet, and lists page by id under CONSOLE_STATEMENT_T
     queues     counts by state, per-queue stats     series    metric series
     jobs       job pages, one job, its log lines     flows     flow pages, graphs, links
     failures   recent failures, dead-letter groups   activity  workers, the audit log
+    timeline   a flow's nodes over time, its critical path
     timeout    the statement timeout they run under
 """
 
@@ -21,4 +22,5 @@ from queue_engine.reads.flows import *  # noqa: F403
 from queue_engine.reads.jobs import *  # noqa: F403
 from queue_engine.reads.queues import *  # noqa: F403
 from queue_engine.reads.series import *  # noqa: F403
+from queue_engine.reads.timeline import *  # noqa: F403
 from queue_engine.reads.timeout import *  # noqa: F403

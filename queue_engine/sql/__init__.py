@@ -9,6 +9,7 @@
     reads      what the console reads       console    the websockets' session check
     job_sorts  the jobs list in another order  fragments  pieces shared by several statements
     metrics    what GET /metrics reads beside the queue counts
+    timeline   a flow's failed attempts, for its timeline
 
 Parameters are always bound; table names are fixed by the models' db_table. The package
 exports every statement, so that code reads `sql.CLAIM` whatever module holds it.
@@ -30,4 +31,5 @@ from queue_engine.sql.reads import *  # noqa: F403
 from queue_engine.sql.running import *  # noqa: F403
 from queue_engine.sql.schedules import *  # noqa: F403
 from queue_engine.sql.settle import *  # noqa: F403
+from queue_engine.sql.timeline import *  # noqa: F403
 from queue_engine.sql.workers import *  # noqa: F403

@@ -222,6 +222,8 @@ def test_a_running_flow_changes_colour_live(
         timeout=5000,
     )
     screenshot(page, f"flow-succeeded-{scheme}")
+    timeline_rows = page.locator("#flow-timeline .tl-row").count()
+    critical = page.locator("#flow-timeline .tl-row.critical .tl-label").all_inner_texts()
     page.goto(f"{server.url}/flows/")
     screenshot(page, f"flows-{scheme}")
     page.goto(f"{server.url}/flows/{flow_id}/")
@@ -232,6 +234,8 @@ def test_a_running_flow_changes_colour_live(
     assert running is not None and running.startswith("download")
     assert waiting == 4
     assert children_heading.startswith("Parents 3")
+    assert timeline_rows == 5
+    assert critical[0] == "download" and critical[-1] == "publish" and len(critical) == 3
     assert JobRecord.objects.get(flow_id=flow_id, node_key="publish").result == 3
     assert not page.errors
 

@@ -18,9 +18,9 @@ from queue_engine.console.roles import ensure_roles
 from queue_engine.flows import Flow
 from queue_engine.models import AuditEvent, Job, JobRecord
 from queue_engine.models import Flow as FlowRow
-from queue_engine.ops.changes import refresh_flows
 from tests.support import jobs
 from tests.support.console_data import XSS
+from tests.support.flow_nodes import end_node
 
 pytestmark = pytest.mark.django_db
 
@@ -41,27 +41,8 @@ def as_role(db: None) -> Callable[[str], Client]:
 
 def finish(flow_id: int, key: str, state: str, *, result: Any = None, error: str = "") -> int:
     """End one node the way a settle does: its history row, its children released."""
-    job = Job.objects.get(flow_id=flow_id, node_key=key)
-    fields = {
-        f.attname: getattr(job, f.attname)
-        for f in Job._meta.concrete_fields
-        if f.attname not in ("state", "claim_token", "lease_owner", "lease_expires_at")
-        and hasattr(JobRecord, f.attname)
-    }
-    now = timezone.now()
-    fields.update(attempt=1, started_at=now, state=state, result=result, finished_at=now)
-    if error:
-        fields["errors"] = [{"attempt": 1, "class": "ValueError", "message": error}]
-    record = JobRecord.objects.create(**fields)
-    job.delete()
-    if state == "succeeded":
-        for child in Job.objects.filter(flow_id=flow_id, state="blocked"):
-            child.pending_deps -= 1
-            if child.pending_deps == 0:
-                child.state = "available"
-            child.save()
-    refresh_flows([flow_id])
-    return record.id
+    errors = [{"attempt": 1, "class": "ValueError", "message": error}] if error else None
+    return end_node(flow_id, key, state, result=result, errors=errors)
 
 
 def etl(name: str = "nightly etl") -> int:

@@ -159,10 +159,21 @@ def flow_context(flow_id: int) -> dict[str, Any]:
     return {
         "flow": graph.flow,
         "graph": graph,
+        "timeline": reads.flow_timeline(timeline_graph(flow_id, graph)),
         "graph_data": graph_data(graph),
         "flow_actions": allowed_actions(graph.flow.state),
         "actions": ACTIONS,
     }
+
+
+TIMELINE_NODES = 1_000  # a drawn graph stops at MAX_FLOW_NODES; a list of bars reads further
+
+
+def timeline_graph(flow_id: int, graph: reads.FlowGraph) -> reads.FlowGraph:
+    """The nodes the timeline shows: the graph's, or more of them for a large flow."""
+    if not graph.truncated:
+        return graph
+    return reads.flow_graph(flow_id, max_nodes=TIMELINE_NODES) or graph
 
 
 def graph_data(graph: reads.FlowGraph) -> dict[str, Any]:
