@@ -92,3 +92,28 @@ def test_the_navigation_wraps_on_a_phone_instead_of_hiding_pages(
     screenshot(page, "nav-phone")
     page.click("header .nav a:has-text('Audit log')")
     page.wait_for_url(f"{server.url}/audit/")
+
+
+def test_a_signed_in_user_without_a_role_gets_the_console_s_403_page(
+    chromium: Any, server: Server
+) -> None:
+    from django.contrib.auth.models import User
+
+    from tests.browser.conftest import PASSWORD
+
+    User.objects.create_user("no-role", password=PASSWORD)
+    context = chromium.new_context(color_scheme="dark", viewport={"width": 1360, "height": 900})
+    page = context.new_page()
+    page.goto(server.url + "/login/")
+    page.fill("#id_username", "no-role")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_load_state("networkidle")
+    text = page.inner_text("main")
+    navigation = page.locator("header.topbar nav a").count()
+    screenshot(page, "error-403-dark")
+    context.close()
+
+    assert "You cannot do this" in text
+    assert 'Ask an administrator to add you to the "viewer" group' in text
+    assert navigation >= 8
