@@ -281,6 +281,7 @@ class Migration(migrations.Migration):
                 ('failed', models.IntegerField(default=0)),
                 ('cancelled', models.IntegerField(default=0)),
                 ('retried', models.IntegerField(default=0, help_text='attempts that failed and ran again')),
+                ('rescued', models.IntegerField(db_default=0, help_text='jobs that ended after at least one rescue (a lost lease)')),
                 ('timed', models.IntegerField(default=0)),
                 ('wait_sum', models.FloatField(default=0.0)),
                 ('run_sum', models.FloatField(default=0.0)),
