@@ -316,7 +316,7 @@ class FlowConsumer(LiveConsumer):
     def render(self, dirty: set[str]) -> str:
         html: str
         try:
-            context = flow_context(self.flow_id)
+            context = flow_context(self.flow_id, timeline=True)
         except Http404:
             html = format_html(
                 '<section id="flow-head" class="panel" hx-swap-oob="true"><h1>Flow {} is gone'

@@ -153,6 +153,15 @@ class FlowGraph:
     def truncated(self) -> bool:
         return self.flow.total > len(self.nodes)
 
+    def first(self, n: int) -> FlowGraph:
+        """The graph of its `n` lowest node ids, as flow_graph(max_nodes=n) reads it."""
+        if len(self.nodes) <= n:
+            return self
+        keep = set(sorted(node.id for node in self.nodes)[:n])
+        nodes = [node for node in self.nodes if node.id in keep]
+        edges = [(p, c, d) for p, c, d in self.edges if p in keep and c in keep]
+        return FlowGraph(self.flow, _topological(nodes, edges), edges)
+
 
 def list_flows(
     where: FlowFilter = FlowFilter(),

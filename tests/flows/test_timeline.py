@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 
 import pytest
@@ -104,6 +105,13 @@ def test_a_large_flow_s_timeline_lists_more_nodes_than_its_graph_draws(
     page = viewer.get(f"/flows/{flow_id}/").content.decode()
     timeline = page.split('id="flow-timeline"')[1].split("</section>")[0]
 
+    drawn = json.loads(
+        page.split('id="flow-data" type="application/json">')[1].split("</script>")[0]
+    )
+
     assert reads.MAX_FLOW_NODES == 500
     assert timeline.count('class="tl-row') == 700
+    assert len(drawn["nodes"]) == 500  # the graph draws the lowest ids, from the same read
+    assert {n["key"] for n in drawn["nodes"]} >= {"root"}
+    assert all(p in {n["id"] for n in drawn["nodes"]} for p, _c, _d in drawn["edges"])
     assert "The timeline shows the first" not in timeline

@@ -107,24 +107,31 @@ def test_wrong_url_scheme_gives_one_clear_line() -> None:
     ]
 
 
-def test_serving_a_first_page_prints_no_warning_about_static_files() -> None:
-    """Before collectstatic, WhiteNoise warns of the missing STATIC_ROOT at the first
-    request of every start; the finders serve the files meanwhile, so the site says
-    nothing about it."""
-    script = (
-        "import django; django.setup()\n"
-        "from django.test import Client\n"
-        "print(Client().get('/login/').status_code)\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
-    env["DJANGO_SETTINGS_MODULE"] = "jobsite.settings"
-    done = subprocess.run(
+def run_django_script(
+    script: str, *, unset: tuple[str, ...] = (), timeout: float = 60, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """`script` in a fresh Python with the project's settings: what a newcomer's terminal
+    would show. PYTHONWARNINGS is dropped (pytest's own filters must not hide a warning)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONWARNINGS", *unset)}
+    env.update(DJANGO_SETTINGS_MODULE="jobsite.settings", **extra)
+    return subprocess.run(
         [sys.executable, "-c", script],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
+    )
+
+
+def test_serving_a_first_page_prints_no_warning_about_static_files() -> None:
+    """Before collectstatic, WhiteNoise warns of the missing STATIC_ROOT at the first
+    request of every start; the finders serve the files meanwhile, so the site says
+    nothing about it."""
+    done = run_django_script(
+        "import django; django.setup()\n"
+        "from django.test import Client\n"
+        "print(Client().get('/login/').status_code)\n"
     )
 
     assert done.stdout.strip() == "200", done.stdout + done.stderr
@@ -134,7 +141,7 @@ def test_serving_a_first_page_prints_no_warning_about_static_files() -> None:
 def test_starting_on_the_embedded_postgres_prints_nothing_about_it(tmp_path: Path) -> None:
     """daphne logs INFO: the embedded Postgres's own step-by-step INFO lines
     (PostmasterInfo(...)) and platformdirs' warning stay out of a newcomer's terminal."""
-    script = (
+    done = run_django_script(
         "import logging; logging.basicConfig(level=logging.INFO)\n"
         "import django; django.setup()\n"
         "from django.db import connection\n"
@@ -142,21 +149,10 @@ def test_starting_on_the_embedded_postgres_prints_nothing_about_it(tmp_path: Pat
         "    cursor.execute('select 1')\n"
         "    print(cursor.fetchone()[0])\n"
         "from jobsite import devdb\n"
-        "devdb.stop(devdb.DATA_DIR)\n"
-    )
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("PYTHONWARNINGS", "DATABASE_URL", "XDG_RUNTIME_DIR")
-    }
-    env.update(DJANGO_SETTINGS_MODULE="jobsite.settings", JOBSITE_DATA_DIR=str(tmp_path))
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
+        "devdb.stop(devdb.DATA_DIR)\n",
+        unset=("DATABASE_URL", "XDG_RUNTIME_DIR"),
         timeout=180,
+        JOBSITE_DATA_DIR=str(tmp_path),
     )
 
     assert done.stdout.strip() == "1", done.stdout + done.stderr

@@ -152,28 +152,26 @@ def flows_context(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-def flow_context(flow_id: int) -> dict[str, Any]:
-    graph = reads.flow_graph(flow_id)
-    if graph is None:
+TIMELINE_NODES = 1_000  # a drawn graph stops at MAX_FLOW_NODES; a list of bars reads further
+
+
+def flow_context(flow_id: int, *, timeline: bool = False) -> dict[str, Any]:
+    """What the flow page shows; with `timeline`, up to TIMELINE_NODES nodes are read once,
+    the timeline lists them and the graph draws the first MAX_FLOW_NODES."""
+    read = reads.flow_graph(flow_id, max_nodes=TIMELINE_NODES if timeline else reads.MAX_FLOW_NODES)
+    if read is None:
         raise Http404(f"Flow {flow_id} does not exist (it may have been pruned).")
-    return {
+    graph = read.first(reads.MAX_FLOW_NODES)
+    context = {
         "flow": graph.flow,
         "graph": graph,
-        "timeline": reads.flow_timeline(timeline_graph(flow_id, graph)),
         "graph_data": graph_data(graph),
         "flow_actions": allowed_actions(graph.flow.state),
         "actions": ACTIONS,
     }
-
-
-TIMELINE_NODES = 1_000  # a drawn graph stops at MAX_FLOW_NODES; a list of bars reads further
-
-
-def timeline_graph(flow_id: int, graph: reads.FlowGraph) -> reads.FlowGraph:
-    """The nodes the timeline shows: the graph's, or more of them for a large flow."""
-    if not graph.truncated:
-        return graph
-    return reads.flow_graph(flow_id, max_nodes=TIMELINE_NODES) or graph
+    if timeline:
+        context["timeline"] = reads.flow_timeline(read)
+    return context
 
 
 def graph_data(graph: reads.FlowGraph) -> dict[str, Any]:
@@ -197,7 +195,8 @@ def graph_data(graph: reads.FlowGraph) -> dict[str, Any]:
 
 @viewer_required
 def flow_detail(request: HttpRequest, flow_id: int) -> HttpResponse:
-    return render(request, "console/flow.html", {"page": "flows", **flow_context(flow_id)})
+    context = flow_context(flow_id, timeline=True)
+    return render(request, "console/flow.html", {"page": "flows", **context})
 
 
 @operator_required
