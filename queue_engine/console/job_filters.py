@@ -10,6 +10,7 @@ from typing import Any
 from django.utils import timezone
 
 from queue_engine.console import masking
+from queue_engine.console.views.params import int_param
 from queue_engine.exceptions import FilterError, NarrowFilter, PayloadError
 from queue_engine.payloads import dump_json
 from queue_engine.reads.jobs import (
@@ -28,11 +29,6 @@ from queue_engine.states import STATES
 # longest run, the most attempts, the latest), a second click reverses it.
 # Id has one order, the list's own (newest first, paged by keyset).
 SORTS = {"created": True, "finished": True, "runtime": True, "attempts": True}
-
-
-def int_or(text: str, default: int) -> int:
-    text = str(text).strip()
-    return int(text) if text.isdigit() and len(text) < 9 else default
 
 
 RANGES = {
@@ -68,6 +64,7 @@ class JobFilters:
         state = params.get("state", "").strip()
         state = STATE_ALIASES.get(state, state)
         span = params.get("range", "").strip()
+        sort = params.get("sort", "").strip()
         return cls(
             queue=params.get("queue", "").strip(),
             state=state if state in STATES else "",
@@ -76,10 +73,8 @@ class JobFilters:
             range=span if span in RANGES else "",
             payload=params.get("payload", "").strip(),
             meta=params.get("meta", "").strip(),
-            sort=sort
-            if (sort := params.get("sort", "").strip()).removeprefix("-") in SORTS
-            else "",
-            page=min(max(int_or(params.get("page", ""), 1), 1), SORT_WINDOW // PAGE_SIZE),
+            sort=sort if sort.removeprefix("-") in SORTS else "",
+            page=min(max(int_param(params, "page") or 1, 1), SORT_WINDOW // PAGE_SIZE),
         )
 
     @property
