@@ -36,7 +36,12 @@ from bench import baseline
 BENCH_DB = os.environ.get("JOBSITE_BENCH_DB", "jobsite_bench")
 REPEATS = 3
 REPORT_DIR = Path(__file__).resolve().parent / "reports"
-JOB_TABLES = ("queue_engine_job", "queue_engine_jobrecord", "queue_engine_joblog")
+JOB_TABLES = (
+    "queue_engine_job",
+    "queue_engine_jobrecord",
+    "queue_engine_joblog",
+    "queue_engine_jobstep",
+)
 
 # One timed run: given the repetition index, do the work once and return seconds.
 Timed = Callable[[int], float]

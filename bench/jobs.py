@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 KIND = "bench.noop"
 ASYNC_KIND = "bench.async_noop"
 FLAKY_KIND = "bench.flaky"
+STEPS_KIND = "bench.steps"
 QUEUE = "bench"
 FLAKY_FAILURES = 2  # a flaky job fails this many attempts, then succeeds
 
@@ -32,8 +33,18 @@ async def _flaky(ctx: JobContext, to: str, subject: str = "Hello") -> None:
         raise RuntimeError(f"bench: attempt {ctx.attempt} fails on purpose")
 
 
+def _step(n: int) -> int:
+    return n
+
+
+def _steps(ctx: JobContext, to: str, subject: str = "Hello") -> int:
+    """Three durable steps that do nothing: what recording a step costs."""
+    return ctx.step("one", _step, 1) + ctx.step("two", _step, 2) + ctx.step("three", _step, 3)
+
+
 noop: JobKind = job(_noop, kind=KIND, queue=QUEUE)
 async_noop: JobKind = job(_async_noop, kind=ASYNC_KIND, queue=QUEUE)
+steps: JobKind = job(_steps, kind=STEPS_KIND, queue=QUEUE)
 flaky: JobKind = job(_flaky, kind=FLAKY_KIND, queue=QUEUE, backoff=Backoff.fixed(0), max_attempts=5)
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         Retry,
         ScheduleError,
         Snooze,
+        StepError,
     )
     from queue_engine.flows import Flow, Node
     from queue_engine.kinds import job
@@ -45,6 +46,7 @@ _HOMES = {
     "Retry": "queue_engine.exceptions",
     "ScheduleError": "queue_engine.exceptions",
     "Snooze": "queue_engine.exceptions",
+    "StepError": "queue_engine.exceptions",
 }
 
 __all__ = [
@@ -63,6 +65,7 @@ __all__ = [
     "Retry",
     "ScheduleError",
     "Snooze",
+    "StepError",
     "enqueue",
     "enqueue_many",
     "job",

@@ -37,6 +37,12 @@ class Fatal(JobError):
     """Fail for good: straight to the dead letter, whatever attempts are left."""
 
 
+class StepError(Fatal):
+    """A durable step used wrongly: a name repeated within a job, a name that is not a
+    short string, or a result that does not survive a JSON round trip. Raised inside the
+    handler and fails the job for good, as running it again would fail the same way."""
+
+
 class Snooze(JobError):
     """Run again after `delay` without using up an attempt, optionally with a new payload."""
 

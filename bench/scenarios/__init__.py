@@ -13,6 +13,7 @@ SCENARIOS: dict[str, str] = {
     "enqueue_single": "bench.scenarios.enqueue_single",
     "enqueue_bulk": "bench.scenarios.enqueue_bulk",
     "drain": "bench.scenarios.drain",
+    "steps": "bench.scenarios.steps",
     "latency": "bench.scenarios.latency",
     "retry_storm": "bench.scenarios.retry_storm",
     "flow_fanout": "bench.scenarios.flow_fanout",

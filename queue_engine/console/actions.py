@@ -111,6 +111,7 @@ class Plan:
     ids: list[int] = field(default_factory=list)
     changes: list[tuple[int, str, str]] = field(default_factory=list)  # count, state, effect
     skipped: list[tuple[int, str]] = field(default_factory=list)  # count, reason
+    with_steps: int = 0  # jobs going back to their queue that recorded durable steps
 
     @property
     def count(self) -> int:
@@ -160,12 +161,22 @@ def plan(action: Action, ids: list[int]) -> Plan:
     missing = len(ids) - len(states)
     if missing:
         result.skipped.append((missing, said(missing, GONE)))
+    if action in STEP_ACTIONS:
+        ended = [i for i in result.ids if states.get(i) in ("failed", "cancelled", "succeeded")]
+        result.with_steps = reads.jobs_with_steps(ended)
     return result
 
 
-def execute(action: Action, ids: list[int], actor: Any) -> int:
+# The actions that put ended jobs back in their queue: those jobs keep their recorded
+# steps unless the operator asks to clear them.
+STEP_ACTIONS: tuple[Action, ...] = ("retry", "redrive")
+
+
+def execute(action: Action, ids: list[int], actor: Any, *, clear_steps: bool = False) -> int:
     if not ids:
         return 0
+    if action in STEP_ACTIONS:
+        return RUN[action](ids, actor=actor, clear_steps=clear_steps)
     return RUN[action](ids, actor=actor)
 
 

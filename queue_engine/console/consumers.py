@@ -40,6 +40,7 @@ from queue_engine.console.views.job import (
     log_context,
     outcome_context,
     state_context,
+    steps_context,
 )
 from queue_engine.console.views.overview import overview_context
 from queue_engine.console.views.params import int_param
@@ -275,9 +276,12 @@ class JobConsumer(LiveConsumer):
             self.appending = not context["log_more_after"]
             return "".join(
                 self.fragment(f"console/job.html#{p}", context)
-                for p in ("job-state", "job-result", "job-errors", "log-lines")
+                for p in ("job-state", "job-result", "job-steps", "job-errors", "log-lines")
             )
-        parts = [self.fragment("console/job.html#job-state", state_context(job))]
+        parts = [
+            self.fragment("console/job.html#job-state", state_context(job)),
+            self.fragment("console/job.html#job-steps", steps_context(job)),
+        ]
         if "jobs" in dirty:
             context = outcome_context(job)
             parts += [

@@ -1,4 +1,5 @@
-"""The list pages, live: flows, queues, dead letter, schedules, workers and the audit log.
+"""The list pages, live: flows, queues, dead letter, schedules, workers, kinds and the
+audit log.
 
 Each page renders its changing part as a template partial from a context function
 that reads only the request's query string; `PageConsumer` renders the same partial
@@ -17,7 +18,7 @@ from typing import Any
 from django.http import HttpRequest, QueryDict
 
 from queue_engine.console.consumers import FULL, LiveConsumer
-from queue_engine.console.views import audit, dead, flows, queues, schedules, workers
+from queue_engine.console.views import audit, dead, flows, kinds, queues, schedules, workers
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ PAGES: dict[str, LivePage] = {
     "workers": LivePage(
         "/workers/", "console/workers.html", ("worker-rows",), workers.workers_context
     ),
+    "kinds": LivePage("/kinds/", "console/kinds.html", ("kind-rows",), kinds.kinds_context),
     "audit": LivePage("/audit/", "console/audit.html", ("audit-events",), audit.audit_context),
 }
 

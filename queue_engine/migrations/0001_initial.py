@@ -344,4 +344,33 @@ class Migration(migrations.Migration):
                 'constraints': [models.CheckConstraint(condition=models.Q(models.Q(('cron__isnull', True), ('every__isnull', False)), models.Q(('cron__isnull', False), ('every__isnull', True)), _connector='OR'), name='qe_schedule_every_xor_cron')],
             },
         ),
+        migrations.CreateModel(
+            name='JobStep',
+            fields=[
+                ('id', models.BigAutoField(primary_key=True, serialize=False)),
+                ('job_id', models.BigIntegerField()),
+                ('name', models.CharField(max_length=255)),
+                ('attempt', models.IntegerField()),
+                ('result', models.JSONField(null=True)),
+                ('started_at', models.DateTimeField()),
+                ('finished_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
+            ],
+            options={
+                'db_table': 'queue_engine_jobstep',
+                'constraints': [models.UniqueConstraint(fields=('job_id', 'name'), name='qe_step_job_name')],
+            },
+        ),
+        migrations.CreateModel(
+            name='KindControl',
+            fields=[
+                ('kind', models.CharField(max_length=255, primary_key=True, serialize=False)),
+                ('paused', models.BooleanField(db_default=False)),
+                ('changed_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
+                ('changed_by', models.CharField(blank=True, db_default='', max_length=255)),
+            ],
+            options={
+                'db_table': 'queue_engine_kindcontrol',
+                'indexes': [models.Index(condition=models.Q(('paused', True)), fields=['kind'], name='qe_kind_paused')],
+            },
+        ),
     ]

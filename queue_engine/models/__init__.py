@@ -2,10 +2,12 @@ from queue_engine.models.audit import AuditEvent
 from queue_engine.models.console import ConsoleAccess
 from queue_engine.models.flows import Flow, FlowCountdown, FlowEdge, FlowRelease
 from queue_engine.models.jobs import Job, JobRecord
+from queue_engine.models.kinds import KindControl
 from queue_engine.models.logs import JobLog
 from queue_engine.models.metrics import MetricBucket, RollupState
 from queue_engine.models.queues import ClaimLog, GroupLimit, QueueConfig, QueueDefaults
 from queue_engine.models.schedules import MissedFirePolicy, Schedule, ScheduleSource
+from queue_engine.models.steps import JobStep
 from queue_engine.models.workers import WorkerProcess
 from queue_engine.states import FlowState, JobState, RecordState
 
@@ -23,6 +25,8 @@ __all__ = [
     "JobLog",
     "JobRecord",
     "JobState",
+    "JobStep",
+    "KindControl",
     "MetricBucket",
     "MissedFirePolicy",
     "QueueConfig",

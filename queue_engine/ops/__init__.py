@@ -17,6 +17,7 @@ from queue_engine.ops.jobs import (
     retry_job,
     retry_jobs,
 )
+from queue_engine.ops.kinds import pause_kind, paused_kinds, resume_kind
 
 __all__ = [
     "actor_name",
@@ -24,6 +25,8 @@ __all__ = [
     "cancel_flow",
     "cancel_job",
     "cancel_jobs",
+    "pause_kind",
+    "paused_kinds",
     "redrive_job",
     "redrive_jobs",
     "redrive_queue",
@@ -31,6 +34,7 @@ __all__ = [
     "remove_jobs",
     "requeue_flow",
     "rerun_flow",
+    "resume_kind",
     "retry_job",
     "retry_jobs",
 ]

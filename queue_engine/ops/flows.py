@@ -33,9 +33,10 @@ def cancel_flow(flow_id: int, *, actor: Any = None) -> int:
     return count
 
 
-def requeue_flow(flow_id: int, *, actor: Any = None) -> int:
+def requeue_flow(flow_id: int, *, actor: Any = None, clear_steps: bool = False) -> int:
     """Resume a failed or cancelled flow in place: re-drive only its dead and cancelled
-    nodes and recompute what their dependants wait for; what succeeded stays done."""
+    nodes and recompute what their dependants wait for; what succeeded stays done. The
+    requeued nodes keep their recorded steps unless `clear_steps`."""
     with transaction.atomic():
         flow = Flow.objects.select_for_update().filter(pk=flow_id).first()
         if flow is None:
@@ -49,11 +50,14 @@ def requeue_flow(flow_id: int, *, actor: Any = None) -> int:
             _refuse_lost_history(cursor, flow_id, "requeue", ["failed", "cancelled"])
             cursor.execute(sql.REQUEUE_FLOW_NODES, {"flow": flow_id})
             requeued = [r[0] for r in cursor.fetchall()]
+            if clear_steps:
+                cursor.execute(sql.CLEAR_STEPS, [requeued])
             cursor.execute(sql.RECOUNT_FLOW_DEPENDENCIES, {"flow": flow_id})
             queues = [q for q, state in cursor.fetchall() if state == "available"]
         refresh_flows([flow_id])
         notify_changes(queues, requeued)
-        audit(actor, "requeue_flow", "flow", str(flow_id), len(requeued), name=flow.name)
+        extra = {"clear_steps": True} if clear_steps else {}
+        audit(actor, "requeue_flow", "flow", str(flow_id), len(requeued), name=flow.name, **extra)
     return len(requeued)
 
 

@@ -73,8 +73,10 @@ def _with_dependants(cursor: Any, ids: list[int]) -> list[int]:
     return sorted({r[0] for r in cursor.fetchall()} | set(ids))
 
 
-def retry_job(job_id: int, *, actor: Any = None) -> str:
-    """Run a waiting job now, or redrive an ended one. Returns what was done."""
+def retry_job(job_id: int, *, actor: Any = None, clear_steps: bool = False) -> str:
+    """Run a waiting job now, or redrive an ended one. Returns what was done.
+
+    A redriven job keeps its recorded steps (`ctx.step`) unless `clear_steps`."""
     with transaction.atomic():
         live = Job.objects.select_for_update().filter(pk=job_id).first()
         if live is not None:
@@ -106,7 +108,11 @@ def retry_job(job_id: int, *, actor: Any = None) -> str:
             )
         if (
             redrive_jobs(
-                [job_id], actor=actor, states=("failed", "cancelled", "succeeded"), action="retry"
+                [job_id],
+                actor=actor,
+                states=("failed", "cancelled", "succeeded"),
+                action="retry",
+                clear_steps=clear_steps,
             )
             == 0
         ):
@@ -114,8 +120,9 @@ def retry_job(job_id: int, *, actor: Any = None) -> str:
         return "redriven"
 
 
-def retry_jobs(ids: list[int], *, actor: Any = None) -> int:
-    """Run these waiting jobs now and redrive the ended ones; running and blocked are left."""
+def retry_jobs(ids: list[int], *, actor: Any = None, clear_steps: bool = False) -> int:
+    """Run these waiting jobs now and redrive the ended ones; running and blocked are left.
+    Redriven jobs keep their recorded steps unless `clear_steps`."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql.OPS_RUN_NOW, {"ids": ids})
         rows = cursor.fetchall()
@@ -123,7 +130,11 @@ def retry_jobs(ids: list[int], *, actor: Any = None) -> int:
             notify_changes([q for _, q in rows], [r[0] for r in rows])
             audit(actor, "retry", "job", _target(rows), len(rows), mode="run_now")
         redriven = redrive_jobs(
-            ids, actor=actor, states=("failed", "cancelled", "succeeded"), action="retry"
+            ids,
+            actor=actor,
+            states=("failed", "cancelled", "succeeded"),
+            action="retry",
+            clear_steps=clear_steps,
         )
     return len(rows) + redriven
 
@@ -156,6 +167,7 @@ def remove_jobs(ids: list[int], *, actor: Any = None) -> int:
         nodes_of = [flow_id for _job, flow_id in rows if flow_id is not None]
         if nodes_of:
             cursor.execute(sql.OPS_COUNT_REMOVED_NODES, [nodes_of])
+        cursor.execute(sql.CLEAR_STEPS, [removed])
         if removed:
             notify_changes([], removed)
             refresh_flows(flows)
@@ -163,9 +175,10 @@ def remove_jobs(ids: list[int], *, actor: Any = None) -> int:
     return len(removed)
 
 
-def redrive_job(job_id: int, *, actor: Any = None) -> None:
-    """Put one dead (or cancelled) job back in its queue with fresh attempts."""
-    if redrive_jobs([job_id], actor=actor) == 0:
+def redrive_job(job_id: int, *, actor: Any = None, clear_steps: bool = False) -> None:
+    """Put one dead (or cancelled) job back in its queue with fresh attempts; it keeps
+    its recorded steps unless `clear_steps`."""
+    if redrive_jobs([job_id], actor=actor, clear_steps=clear_steps) == 0:
         state = Job.objects.filter(pk=job_id).values_list("state", flat=True).first()
         if state is not None:
             raise OpsError(f"Cannot redrive job {job_id}: it has not ended (it is {state}).")
@@ -179,8 +192,12 @@ def redrive_jobs(
     states: tuple[str, ...] = ("failed", "cancelled"),
     action: str = "redrive",
     queue: str | None = None,
+    clear_steps: bool = False,
 ) -> int:
     """Redrive these ended jobs; with `queue`, audited as a batch of that queue's redrive.
+
+    The jobs keep the steps they recorded (`ctx.step`), so their next attempt resumes after
+    the last finished step; `clear_steps` forgets them, and every step runs again.
 
     A flow node that succeeded is never run again on its own, whatever `states` allows:
     its dependants already counted it down, and a second settle would count them down
@@ -195,10 +212,13 @@ def redrive_jobs(
         rows = cursor.fetchall()
         if rows:
             cursor.execute(sql.WAIT_FOR_PARENTS, [[r[0] for r in rows]])
+            if clear_steps:
+                cursor.execute(sql.CLEAR_STEPS, [[r[0] for r in rows]])
+            extra = {"clear_steps": True} if clear_steps else {}
             notify_changes([q for _, q in rows], [r[0] for r in rows])
             refresh_flows_of(cursor, [r[0] for r in rows])
             if queue is None:
-                audit(actor, action, "job", _target(rows), len(rows))
+                audit(actor, action, "job", _target(rows), len(rows), **extra)
             else:
                 audit(
                     actor,
@@ -208,12 +228,16 @@ def redrive_jobs(
                     len(rows),
                     first=rows[0][0],
                     last=rows[-1][0],
+                    **extra,
                 )
     return len(rows)
 
 
-def redrive_queue(queue: str, *, actor: Any = None, batch_size: int = 1000) -> int:
-    """Redrive a queue's whole dead letter, in batches of short transactions."""
+def redrive_queue(
+    queue: str, *, actor: Any = None, batch_size: int = 1000, clear_steps: bool = False
+) -> int:
+    """Redrive a queue's whole dead letter, in batches of short transactions (the jobs
+    keep their recorded steps unless `clear_steps`)."""
     total, after = 0, 0
     while True:
         with connection.cursor() as cursor:
@@ -224,7 +248,7 @@ def redrive_queue(queue: str, *, actor: Any = None, batch_size: int = 1000) -> i
         if not ids:
             return total
         after = ids[-1]
-        total += redrive_jobs(ids, actor=actor, queue=queue)
+        total += redrive_jobs(ids, actor=actor, queue=queue, clear_steps=clear_steps)
 
 
 def _target(rows: list[tuple[Any, ...]]) -> str:

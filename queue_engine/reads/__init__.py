@@ -11,6 +11,7 @@ the few rows it has not seen yet, and lists page by id under CONSOLE_STATEMENT_T
     jobs       job pages, one job, its log lines     flows     flow pages, graphs, links
     failures   recent failures, dead-letter groups   activity  workers, the audit log
     timeline   a flow's nodes over time, its critical path
+    kinds      every job kind: its jobs by state, its last hour, paused or not
     timeout    the statement timeout they run under
 """
 
@@ -20,6 +21,7 @@ from queue_engine.reads.activity import *  # noqa: F403
 from queue_engine.reads.failures import *  # noqa: F403
 from queue_engine.reads.flows import *  # noqa: F403
 from queue_engine.reads.jobs import *  # noqa: F403
+from queue_engine.reads.kinds import *  # noqa: F403
 from queue_engine.reads.queues import *  # noqa: F403
 from queue_engine.reads.series import *  # noqa: F403
 from queue_engine.reads.timeline import *  # noqa: F403

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from queue_engine import sql
 from queue_engine.exceptions import FilterError, PayloadError
-from queue_engine.models import Job, JobLog, JobRecord
+from queue_engine.models import Job, JobLog, JobRecord, JobStep
 from queue_engine.payloads import dump_json, text_problem
 from queue_engine.reads.timeout import time_limited
 from queue_engine.states import ENDED_STATES, LIVE_STATES, State
@@ -283,6 +283,24 @@ def find_job(job_id: int) -> Job | JobRecord | None:
     redrive brings it back): one found in neither may have moved back meanwhile."""
     live = Job.objects.filter(pk=job_id)
     return live.first() or JobRecord.objects.filter(pk=job_id).first() or live.first()
+
+
+STEPS_SHOWN = 200
+
+
+def job_steps(job_id: int, limit: int = STEPS_SHOWN) -> tuple[list[JobStep], int]:
+    """The job's recorded steps in the order they finished (the first `limit`), and how
+    many it recorded in all."""
+    steps = JobStep.objects.filter(job_id=job_id)
+    shown = list(steps.order_by("finished_at", "id")[:limit])
+    return shown, len(shown) if len(shown) < limit else steps.count()
+
+
+def jobs_with_steps(ids: list[int]) -> int:
+    """How many of these jobs recorded durable steps."""
+    if not ids:
+        return 0
+    return JobStep.objects.filter(job_id__in=ids).values("job_id").distinct().count()
 
 
 def job_states(ids: list[int]) -> dict[int, str]:

@@ -10,6 +10,8 @@
     job_sorts  the jobs list in another order  fragments  pieces shared by several statements
     metrics    what GET /metrics reads beside the queue counts
     timeline   a flow's failed attempts, for its timeline
+    steps      durable steps: what ctx.step() reads and records
+    kinds      the kill switch per job kind, and the Kinds page
 
 Parameters are always bound; table names are fixed by the models' db_table. The package
 exports every statement, so that code reads `sql.CLAIM` whatever module holds it.
@@ -21,6 +23,7 @@ from queue_engine.sql.enqueue import *  # noqa: F403
 from queue_engine.sql.flows import *  # noqa: F403
 from queue_engine.sql.fragments import *  # noqa: F403
 from queue_engine.sql.job_sorts import *  # noqa: F403
+from queue_engine.sql.kinds import *  # noqa: F403
 from queue_engine.sql.leader import *  # noqa: F403
 from queue_engine.sql.maintenance import *  # noqa: F403
 from queue_engine.sql.metrics import *  # noqa: F403
@@ -31,5 +34,6 @@ from queue_engine.sql.reads import *  # noqa: F403
 from queue_engine.sql.running import *  # noqa: F403
 from queue_engine.sql.schedules import *  # noqa: F403
 from queue_engine.sql.settle import *  # noqa: F403
+from queue_engine.sql.steps import *  # noqa: F403
 from queue_engine.sql.timeline import *  # noqa: F403
 from queue_engine.sql.workers import *  # noqa: F403

@@ -33,10 +33,16 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 #   claim `alone`, which a worker sends with a limit of 1 when nothing else of its
 #   runs or is being claimed, and after which it claims nothing until the suspect has
 #   ended; any other claim passes over them and reports their queues (`suspects`).
+# - Jobs of a paused kind are passed over as they are walked, like a full key's: a
+#   pause or a resume applies at every worker's next claim. A large backlog of a
+#   paused kind at the head of a queue makes that queue's claims slower, never stuck.
 CLAIM = """
 WITH configs AS (
     SELECT c.* FROM queue_engine_queueconfig c
      WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
+), paused AS (
+    -- Kinds an operator paused (the kill switch, ops.pause_kind): their jobs stay queued.
+    SELECT array_agg(kind) AS kinds FROM queue_engine_kindcontrol WHERE paused
 ), q AS (
     SELECT c.name, c.lock_duration, c.group_concurrency, c.rate_limit, c.max_concurrency,
            c.rate_window, k.grouped,
@@ -79,7 +85,7 @@ WITH configs AS (
                   AS grouped) k
 ), candidates AS (
     SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.limited, q.room_guess
-      FROM q CROSS JOIN LATERAL (
+      FROM q CROSS JOIN paused p CROSS JOIN LATERAL (
             SELECT id, queue, group_key, priority, run_at
               FROM queue_engine_job
              WHERE state = 'available' AND queue = q.name AND run_at <= now()
@@ -88,6 +94,7 @@ WITH configs AS (
                AND (rescues >= 2) = %(alone)s
                AND (q.full_keys IS NULL OR group_key IS NULL
                     OR group_key <> ALL(q.full_keys))
+               AND (p.kinds IS NULL OR kind <> ALL(p.kinds))
              ORDER BY priority DESC, run_at, id
              -- Only the room: every extra row is locked and ranked while the queue's
              -- claimers wait. A key with less room than jobs among them leaves the
@@ -158,7 +165,11 @@ WITH configs AS (
                           WHERE h.id = e.parent_id AND h.state = 'succeeded' LIMIT 1) r
                    WHERE e.child_id = j.id
               ) END AS outputs,
-              q.lock_duration
+              q.lock_duration,
+              -- The durable steps earlier attempts recorded (ctx.step): an index probe,
+              -- so that a handler's first step needs no round trip of its own.
+              (SELECT jsonb_object_agg(s.name, s.result)::text
+                 FROM queue_engine_jobstep s WHERE s.job_id = j.id) AS steps
 ), logged AS (
     -- Starts are counted per span of a 600th of the rate window (at least 0.1 s), each
     -- row stamped with its span's end: a window's sum reads at most about 600 rows
@@ -200,16 +211,18 @@ WITH configs AS (
            SELECT 1 FROM queue_engine_job s
             WHERE s.rescues >= 2 AND s.queue = q.name AND s.state = 'available'
               AND s.run_at <= now()
+              AND s.kind <> ALL(COALESCE((SELECT kinds FROM paused), '{}'))
               AND (s.labels = '{}' OR s.labels <@ %(labels)s::varchar[]))
 )
 SELECT * FROM claimed
  UNION ALL  -- marker rows, no id: one per queue, the queue in its place, the marker as kind
-SELECT NULL, 'held', h.queue, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM held h
+SELECT NULL, 'held', h.queue, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM held h
  UNION ALL
-SELECT NULL, 'limited', l.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT NULL, 'limited', l.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM limited l
  UNION ALL
-SELECT NULL, 'suspects', s.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT NULL, 'suspects', s.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM suspects s
 """
 
@@ -225,7 +238,9 @@ SELECT j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff::t
              JOIN queue_engine_jobrecord r ON r.id = e.parent_id
             WHERE e.child_id = j.id AND r.state = 'succeeded'
        ) END AS outputs,
-       extract(epoch FROM j.lease_expires_at - j.heartbeat_at)::int AS lock_duration
+       extract(epoch FROM j.lease_expires_at - j.heartbeat_at)::int AS lock_duration,
+       (SELECT jsonb_object_agg(s.name, s.result)::text
+          FROM queue_engine_jobstep s WHERE s.job_id = j.id) AS steps
   FROM queue_engine_job j
  WHERE j.state = 'running' AND j.claim_token = %(token)s AND j.lease_owner = %(worker)s
 """

@@ -27,7 +27,7 @@ RETENTION_CUTOFF = f"SELECT {_RETENTION_CUTOFF}"
 
 # One batch of a queue's ended jobs of one state that are past the cutoff (and,
 # when given, ended after %(since)s: older ones were swept already), with their
-# log lines. Locked rows (being redriven) are skipped. No ORDER BY: finished_at
+# log lines and steps. Locked rows (being redriven) are skipped. No ORDER BY: finished_at
 # has a BRIN index, which cannot sort, and any expired rows will do.
 DELETE_EXPIRED_BATCH = f"""
 WITH doomed AS (
@@ -43,6 +43,8 @@ WITH doomed AS (
        FOR UPDATE SKIP LOCKED
 ), logs AS (
     DELETE FROM queue_engine_joblog l USING doomed WHERE l.job_id = doomed.id
+), steps AS (
+    DELETE FROM queue_engine_jobstep s USING doomed WHERE s.job_id = doomed.id
 )
 DELETE FROM queue_engine_jobrecord r USING doomed WHERE r.id = doomed.id
 RETURNING r.id

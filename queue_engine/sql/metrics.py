@@ -32,11 +32,14 @@ SELECT queue,
 ROLLED_UP_TO = "SELECT rolled_up_to FROM queue_engine_rollupstate WHERE name = 'metrics'"
 
 
-# Whether a session holds the leader's advisory lock: a bigint key shows in pg_locks as
-# its high half in classid and its low half in objid, with objsubid 1.
+# Whether a session holds the leader's advisory lock in this database (advisory locks
+# are per database; another database's engine on the same server has a leader of its
+# own): a bigint key shows in pg_locks as its high half in classid and its low half in
+# objid, with objsubid 1.
 LEADER_LOCK_HELD = """
 SELECT EXISTS (
     SELECT 1 FROM pg_locks
      WHERE locktype = 'advisory' AND granted AND objsubid = 1
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
        AND classid::bigint = %(high)s AND objid::bigint = %(low)s)
 """

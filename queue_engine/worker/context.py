@@ -5,18 +5,21 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from queue_engine.exceptions import LeaseLost
 from queue_engine.payloads import dump_json
+from queue_engine.worker.steps import Steps
 
 if TYPE_CHECKING:
     from queue_engine.worker.execution import Execution
 
 
 NO_RESULT: Any = object()
+T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class AtomicBlock:
@@ -108,6 +111,37 @@ class JobContext:
         from asgiref.sync import sync_to_async
 
         return await sync_to_async(self.fan_out_into, thread_sensitive=False)(join, job, calls)
+
+    def step(self, name: str, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run `func(*args, **kwargs)` once for this job, across its attempts.
+
+        The result (JSON, checked as a payload is) is recorded as soon as the step returns;
+        an attempt after a failure, a crash or a lost lease gets the recorded result back
+        without running `func` again. Names are unique within a job. Inside `ctx.atomic()`
+        the record commits with the block. Raises `StepError` for a repeated name or a
+        result that is not JSON, and `LeaseLost` when the job was told to stop.
+        """
+        return self._steps().run(name, func, args, kwargs)  # type: ignore[no-any-return]
+
+    @overload
+    async def astep(
+        self, name: str, func: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T: ...
+
+    @overload
+    async def astep(
+        self, name: str, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T: ...
+
+    async def astep(self, name: str, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """`step` for async handlers: `func` may be a coroutine function or a plain one."""
+        return await self._steps().arun(name, func, args, kwargs)
+
+    def _steps(self) -> Steps:
+        execution = self._execution
+        if execution.steps is None:
+            execution.steps = Steps(execution)
+        return execution.steps
 
     def log(self, message: str, *, level: str = "info") -> None:
         self._execution.write_log("log", str(message), level=level)

@@ -21,6 +21,7 @@ from queue_engine.worker.context import JobContext
 
 if TYPE_CHECKING:
     from queue_engine.worker.flusher import Output
+    from queue_engine.worker.steps import Steps
     from queue_engine.worker.threads import HandlerThreads
 
 CancelReason = Literal["cancelled", "lease lost", "idle timeout", "shutdown"]
@@ -62,6 +63,7 @@ class ClaimedJob(NamedTuple):
     meta: str | None  # JSON text
     outputs: str | None  # JSON text of the parents' outputs (flow nodes)
     lock_seconds: float  # the job's lease; the heartbeat beats well within it
+    steps: str | None  # JSON text: the durable steps earlier attempts recorded, by name
 
 
 class Execution:
@@ -85,6 +87,8 @@ class Execution:
         "outputs",
         "payload",
         "queue",
+        "recorded_steps",
+        "steps",
         "task",
         "threads",
         "token",
@@ -114,6 +118,7 @@ class Execution:
         self.node_key = job.node_key
         self.meta = job.meta
         self.outputs = job.outputs
+        self.recorded_steps = job.steps
         self.worker_id = worker_id
         self.output = output
         self.threads = threads
@@ -125,6 +130,7 @@ class Execution:
         self.completed_in_transaction = False
         self.touched_at = time.monotonic()
         self.task: asyncio.Future[Any] | None = None
+        self.steps: Steps | None = None  # made at the attempt's first ctx.step()
         self._log_seq = itertools.count(1)
         self._partial: dict[str, str] = {}
 

@@ -63,6 +63,16 @@ def log_context(
     }
 
 
+def steps_context(job: Job | JobRecord) -> dict[str, Any]:
+    """The durable steps (`ctx.step`) the job recorded, with how long each took."""
+    steps, total = reads.job_steps(job.pk)
+    return {
+        "job": job,
+        "steps": [(step, step.finished_at - step.started_at) for step in steps],
+        "steps_total": total,
+    }
+
+
 def outcome_context(job: Job | JobRecord) -> dict[str, Any]:
     """Result and the errors of every failed attempt, newest first."""
     return {
@@ -82,7 +92,13 @@ def detail_context(job: Job | JobRecord, around: int | None = None) -> dict[str,
         lines, cut, more_after = reads.log_around(job.pk, around)
         log = log_context(lines, cut, more_after, around)
     links = reads.flow_links(job.pk) if job.flow_id is not None else None
-    return {**state_context(job), **outcome_context(job), **log, "links": links}
+    return {
+        **state_context(job),
+        **outcome_context(job),
+        **steps_context(job),
+        **log,
+        "links": links,
+    }
 
 
 @viewer_required

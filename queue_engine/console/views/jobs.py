@@ -81,7 +81,8 @@ def bulk(request: HttpRequest) -> HttpResponse:
         messages.warning(request, "Select at least one job first.")
         return redirect(back)
     if request.POST.get("confirm") == "yes":
-        done = actions.execute(action, ids, request.user)
+        clear_steps = request.POST.get("clear_steps") == "yes"
+        done = actions.execute(action, ids, request.user, clear_steps=clear_steps)
         messages.success(request, actions.outcome_message(action, len(ids), done))
         return redirect(back)
     plan = actions.plan(action, ids)

@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from queue_engine import conf, reads, sql
+from queue_engine import conf, ops, reads, sql
 from queue_engine.states import STATES
 
 WINDOW = timedelta(minutes=5)  # the rollup's minutes the *_5m figures cover
@@ -61,7 +61,14 @@ class EngineCollector:
             latency = queue.latency
             oldest.add_metric([queue.name], latency.total_seconds() if latency else 0.0)
             paused.add_metric([queue.name], 1 if queue.paused else 0)
-        yield from (jobs, dead, oldest, paused)
+        paused_kinds = GaugeMetricFamily(
+            "queue_engine_kind_paused",
+            "1 for each job kind an operator paused (its jobs stay queued).",
+            labels=["kind"],
+        )
+        for kind in ops.paused_kinds():
+            paused_kinds.add_metric([kind], 1)
+        yield from (jobs, dead, oldest, paused, paused_kinds)
 
     def recent(self) -> Iterator[Metric]:
         labels = ["queue", "kind"]

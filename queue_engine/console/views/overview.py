@@ -5,7 +5,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from queue_engine import reads, states
+from queue_engine import ops, reads, states
 from queue_engine.console import charts
 from queue_engine.console.access import viewer_required
 
@@ -23,6 +23,7 @@ def overview_context(
         "estimated": set().union(*(q.estimated for q in queues)),
         "dead_total": sum(q.dead for q in queues),
         "workers": reads.alive_workers(),
+        "paused_kinds": ops.paused_kinds(),
         "failures": reads.recent_failures() if failures else [],
         "trends": trends if trends is not None else charts.queue_trends([q.name for q in queues]),
     }

@@ -1,0 +1,85 @@
+"""The Kinds page and the kill switch in the console: what it lists, the confirmation
+that says what a pause does, the audit, the overview's notice and the metrics gauge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from queue_engine import ops
+from queue_engine.models import AuditEvent, KindControl
+from tests.console.test_metrics import metrics_on, samples, scrape  # noqa: F401
+from tests.support import kind_jobs
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_the_kinds_page_lists_kinds_with_their_waiting_jobs(viewer: Client) -> None:
+    kind_jobs.paused_kind.enqueue_many([{"n": i} for i in range(3)])
+    kind_jobs.other_kind.enqueue(n=1)
+
+    page = viewer.get("/kinds/").content.decode()
+
+    assert "tests.switch.paused" in page and "tests.switch.other" in page
+    assert 'href="/jobs/?kind=tests.switch.paused&amp;state=available">3</a>' in page
+    assert 'name="action"' not in page  # viewers see no kill switch
+
+
+def test_pausing_a_kind_confirms_first_then_pauses_audits_and_shows_everywhere(
+    operator: Client,
+    metrics_on: None,  # noqa: F811
+) -> None:
+    kind_jobs.paused_kind.enqueue_many([{"n": i} for i in range(3)])
+
+    confirm = operator.post("/kinds/action/", {"kind": "tests.switch.paused", "action": "pause"})
+    text = confirm.content.decode()
+    assert 'Pause kind <span class="mono">tests.switch.paused</span>?' in text
+    assert "Its <b>3</b> waiting jobs stay queued" in text
+    assert not KindControl.objects.exists()  # nothing done before the confirmation
+
+    done = operator.post(
+        "/kinds/action/",
+        {"kind": "tests.switch.paused", "action": "pause", "confirm": "yes"},
+        follow=True,
+    )
+    assert "Kind tests.switch.paused paused" in done.content.decode()
+    assert ops.paused_kinds() == ["tests.switch.paused"]
+    event = AuditEvent.objects.get(action="pause_kind")
+    assert (event.actor, event.target_type, event.target) == (
+        "user-operator",
+        "kind",
+        "tests.switch.paused",
+    )
+
+    kinds_page = operator.get("/kinds/").content.decode()
+    assert 'value="resume"' in kinds_page and "by user-operator" in kinds_page
+    overview = operator.get("/").content.decode()
+    assert 'id="paused-kinds"' in overview and "tests.switch.paused" in overview
+    gauges = samples(scrape())
+    assert gauges[("queue_engine_kind_paused", (("kind", "tests.switch.paused"),))] == 1
+
+    operator.post(
+        "/kinds/action/", {"kind": "tests.switch.paused", "action": "resume", "confirm": "yes"}
+    )
+    assert ops.paused_kinds() == []
+    assert 'id="paused-kinds"' not in operator.get("/").content.decode()
+
+
+def test_a_kind_action_refuses_bad_input_and_viewers(viewer: Client, operator: Client) -> None:
+    assert (
+        viewer.post(
+            "/kinds/action/", {"kind": "tests.switch.paused", "action": "pause"}
+        ).status_code
+        == 403
+    )
+    bad: Any = operator.post(
+        "/kinds/action/", {"kind": "nope.nothing", "action": "pause"}, follow=True
+    )
+    assert "No kind &#x27;nope.nothing&#x27; is known" in bad.content.decode()
+    bad = operator.post(
+        "/kinds/action/", {"kind": "tests.switch.paused", "action": "explode"}, follow=True
+    )
+    assert "Unknown action" in bad.content.decode()
+    assert not KindControl.objects.exists() and not AuditEvent.objects.exists()
