@@ -15,6 +15,7 @@ from queue_engine.console.views import (
     overview,
     queue_config,
     queues,
+    rerun,
     schedules,
     workers,
 )
@@ -31,6 +32,7 @@ urlpatterns = [
     path("flows/", flows.flows, name="flows"),
     path("flows/<int:flow_id>/", flows.flow_detail, name="flow"),
     path("flows/<int:flow_id>/action/", flows.flow_action, name="flow_action"),
+    path("flows/<int:flow_id>/rerun/", rerun.rerun_from, name="flow_rerun_from"),
     path("dead/", dead.dead, name="dead"),
     path("dead/group/", dead.dead_group_action, name="dead_group"),
     path("schedules/", schedules.schedules, name="schedules"),

@@ -18,6 +18,7 @@ from queue_engine.ops.jobs import (
     retry_jobs,
 )
 from queue_engine.ops.kinds import pause_kind, paused_kinds, resume_kind
+from queue_engine.ops.rerun import plan_rerun_from, rerun_flow_from
 
 __all__ = [
     "actor_name",
@@ -27,6 +28,7 @@ __all__ = [
     "cancel_jobs",
     "pause_kind",
     "paused_kinds",
+    "plan_rerun_from",
     "redrive_job",
     "redrive_jobs",
     "redrive_queue",
@@ -34,6 +36,7 @@ __all__ = [
     "remove_jobs",
     "requeue_flow",
     "rerun_flow",
+    "rerun_flow_from",
     "resume_kind",
     "retry_job",
     "retry_jobs",

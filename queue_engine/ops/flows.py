@@ -63,11 +63,23 @@ def requeue_flow(flow_id: int, *, actor: Any = None, clear_steps: bool = False) 
 
 def rerun_flow(flow_id: int, *, actor: Any = None) -> int:
     """Clone a flow (nodes, inputs and edges) as a new flow; returns the new flow's id."""
+    builder = clone_flow(flow_id, "rerun")
+    try:
+        with transaction.atomic():
+            new_id = builder.submit()
+            audit(actor, "rerun_flow", "flow", str(flow_id), len(builder.nodes), new_flow=new_id)
+    except FlowError as exc:  # a kind this process does not know, say
+        raise OpsError(f"Cannot rerun flow {flow_id}: {exc}") from None
+    return new_id
+
+
+def clone_flow(flow_id: int, action: str) -> FlowBuilder:
+    """A builder for a new flow with the flow's nodes (inputs, options) and edges."""
     flow = Flow.objects.filter(pk=flow_id).first()
     if flow is None:
-        raise OpsError(f"Cannot rerun: flow {flow_id} does not exist.")
+        raise OpsError(f"Cannot {action}: flow {flow_id} does not exist.")
     with connection.cursor() as cursor:
-        _refuse_lost_history(cursor, flow_id, "rerun", ["succeeded", "failed", "cancelled"])
+        _refuse_lost_history(cursor, flow_id, action, ["succeeded", "failed", "cancelled"])
         cursor.execute(sql.FLOW_NODES_FOR_RERUN, {"flow": flow_id})
         nodes = cursor.fetchall()
         cursor.execute(sql.FLOW_EDGES, [flow_id])
@@ -107,19 +119,18 @@ def rerun_flow(flow_id: int, *, actor: Any = None) -> int:
             backoff=Backoff.from_json(_json(backoff)),
             group_key=group_key,
             labels=labels,
-            # Not the original's stop request: the clone runs.
-            meta={k: v for k, v in (_json(meta) or {}).items() if k != "cancel_requested"},
+            # Not the original's stop request, nor where a reused node came from: the
+            # clone runs.
+            meta={
+                k: v
+                for k, v in (_json(meta) or {}).items()
+                if k not in ("cancel_requested", "reused_from")
+            },
         )
         builder.nodes[key] = Node(key, spec, parents.get(job_id, []))
     if not builder.nodes:
-        raise OpsError(f"Cannot rerun flow {flow_id}: it has no nodes left to clone.")
-    try:
-        with transaction.atomic():
-            new_id = builder.submit()
-            audit(actor, "rerun_flow", "flow", str(flow_id), len(nodes), new_flow=new_id)
-    except FlowError as exc:  # a kind this process does not know, say
-        raise OpsError(f"Cannot rerun flow {flow_id}: {exc}") from None
-    return new_id
+        raise OpsError(f"Cannot {action} flow {flow_id}: it has no nodes left to clone.")
+    return builder
 
 
 def _refuse_lost_history(cursor: Any, flow_id: int, action: str, ended: list[str]) -> None:

@@ -65,11 +65,12 @@ def _check(kind: object, verb: str) -> None:
     if registry.get(kind) is not None:
         return
     with connection.cursor() as cursor:
-        cursor.execute(sql.KIND_SEEN, {"kind": kind})
-        if cursor.fetchone()[0]:
-            return
+        for seen in (sql.KIND_SEEN, sql.KIND_LIVE):
+            cursor.execute(seen, {"kind": kind})
+            if cursor.fetchone()[0]:
+                return
     raise OpsError(
         f"Cannot {verb} kind {kind!r}: no @job of that kind is registered in this process "
-        "and no job of it has run; check the spelling (kinds are dotted names such as "
+        "and no job of it exists; check the spelling (kinds are dotted names such as "
         "'myapp.jobs.send_welcome')."
     )

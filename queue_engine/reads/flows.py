@@ -93,6 +93,7 @@ class FlowNode:
     last_error: str | None
     output: Any  # the result when it takes at most 4 kB (None while live)
     output_size: int | None  # bytes the result takes (None while live)
+    reused_from: int | None = None  # the flow whose node's output it reused (rerun from a node)
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> FlowNode:
@@ -114,6 +115,7 @@ class FlowNode:
             last_error,
             output,
             output_size,
+            reused_from,
         ) = row
         return cls(
             id=id,
@@ -133,6 +135,7 @@ class FlowNode:
             # Django's connection hands jsonb over as text (its JSONField decodes it).
             output=_json_value(output),
             output_size=output_size,
+            reused_from=reused_from,
         )
 
     @property

@@ -78,8 +78,11 @@ def kinds(scan: int = KIND_SCAN) -> KindPage:
     with connection.cursor() as cursor:
         cursor.execute(sql.KIND_LIVE_COUNTS, {"scan": scan})
         live = cursor.fetchall()
-        for kind, state, count in live:
-            row(kind).live[state] = count
+        for kind, queue, state, count in live:
+            entry = row(kind)
+            entry.live[state] = entry.live.get(state, 0) + count
+            if queue not in entry.queues:
+                entry.queues = sorted([*entry.queues, queue])
         cursor.execute(sql.KIND_DEAD_COUNTS, {"scan": scan})
         dead = cursor.fetchall()
         for kind, count in dead:
@@ -96,6 +99,6 @@ def kinds(scan: int = KIND_SCAN) -> KindPage:
             row(kind)
     return KindPage(
         rows=sorted(rows.values(), key=lambda r: (not r.paused, r.kind)),
-        live_capped=sum(c for _k, _s, c in live) > scan,
+        live_capped=sum(c for *_key, c in live) > scan,
         dead_capped=sum(c for _k, c in dead) > scan,
     )

@@ -435,3 +435,55 @@ SELECT n.id, n.node_key, n.meta->>'spawned_by',
         SELECT id, node_key, meta FROM queue_engine_jobrecord
          WHERE flow_id = %(flow)s AND node_key = ANY(%(keys)s::varchar[])) n
 """
+
+
+# A flow's nodes that succeeded, with their results: what a rerun from a node may reuse.
+SUCCEEDED_NODES = """
+SELECT node_key, id FROM queue_engine_jobrecord
+ WHERE flow_id = %s AND state = 'succeeded' AND node_key IS NOT NULL
+"""
+
+
+# Rerun from a node: the new flow's nodes upstream of the chosen one (or beside it) that
+# succeeded in the old flow go straight to the history as succeeded, with the old node's
+# result (its children read it as their parent's output) and where it came from in meta.
+REUSE_NODES = f"""
+WITH src AS (
+    SELECT n.id AS new_id, o.id AS old_id, o.result AS old_result
+      FROM queue_engine_job n
+      JOIN queue_engine_jobrecord o
+        ON o.flow_id = %(old)s AND o.node_key = n.node_key AND o.state = 'succeeded'
+     WHERE n.flow_id = %(new)s AND n.node_key = ANY(%(keys)s::varchar[])
+), gone AS (
+    DELETE FROM queue_engine_job j USING src WHERE j.id = src.new_id
+    RETURNING j.*, src.old_id, src.old_result
+)
+INSERT INTO queue_engine_jobrecord ({MOVED}, state, result, worker, finished_at)
+SELECT id, queue, kind, name, priority, payload, attempt, max_attempts, backoff, errors,
+       dedup_key, group_key, labels, flow_id, node_key,
+       meta || jsonb_build_object('reused_from',
+                                  jsonb_build_object('flow', %(old)s::bigint, 'job', old_id)),
+       progress, progress_message, rescues, run_at, created_at, now(),
+       'succeeded', old_result, '', now()
+  FROM gone
+RETURNING id
+"""
+
+
+# The reused nodes' children in the new flow: counted down for them, and released when
+# that was all they waited for.
+COUNT_DOWN_REUSED = """
+WITH counts AS (
+    SELECT e.child_id, count(*)::int AS n FROM queue_engine_flowedge e
+     WHERE e.flow_id = %(flow)s AND e.parent_id = ANY(%(reused)s::bigint[])
+     GROUP BY e.child_id
+)
+UPDATE queue_engine_job j
+   SET pending_deps = j.pending_deps - c.n,
+       state = CASE WHEN j.pending_deps - c.n <= 0 THEN 'available' ELSE j.state END,
+       run_at = CASE WHEN j.pending_deps - c.n <= 0 THEN GREATEST(j.run_at, now())
+                     ELSE j.run_at END
+  FROM counts c
+ WHERE j.id = c.child_id AND j.state = 'blocked'
+RETURNING j.queue, j.state
+"""

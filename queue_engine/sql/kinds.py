@@ -19,16 +19,21 @@ SELECT EXISTS (SELECT 1 FROM queue_engine_jobrecord WHERE kind = %(kind)s)
 """
 
 
+# Whether a job of the kind waits or runs: no index has the kind, so this is asked only
+# when KIND_SEEN says no (a kind whose first jobs are queued, before any has ended).
+KIND_LIVE = "SELECT EXISTS (SELECT 1 FROM queue_engine_job WHERE kind = %(kind)s)"
+
+
 # Every queue with a configuration row: a resumed kind may have jobs in any of them.
 ALL_QUEUES = "SELECT COALESCE(array_agg(name), '{}') FROM queue_engine_queueconfig"
 
 
 # The Kinds page, live jobs: the first %(scan)s + 1 rows of the live table counted by
-# kind and state (exact when that is the whole table; lower bounds otherwise).
+# kind, queue and state (exact when that is the whole table; lower bounds otherwise).
 KIND_LIVE_COUNTS = """
-SELECT kind, state, count(*)
-  FROM (SELECT kind, state FROM queue_engine_job LIMIT %(scan)s + 1) AS probe
- GROUP BY 1, 2
+SELECT kind, queue, state, count(*)
+  FROM (SELECT kind, queue, state FROM queue_engine_job LIMIT %(scan)s + 1) AS probe
+ GROUP BY 1, 2, 3
 """
 
 

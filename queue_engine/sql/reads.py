@@ -362,7 +362,8 @@ SELECT flow_id, state, count(*) FROM (
 
 _NODE_COLUMNS = """id, COALESCE(node_key, id::text), kind, name, queue, state, attempt,
        max_attempts, created_at, started_at, {finished}, progress, progress_message,
-       left(errors->-1->>'message', 300), {output}"""
+       left(errors->-1->>'message', 300), {output},
+       (meta->'reused_from'->>'flow')::bigint"""
 
 
 # A node's result when small; a big one is only announced (the job page shows it).

@@ -53,7 +53,8 @@ class StepWriter:
         future: Future[bool] = Future()
         with self.wake:
             self.pending.append((args, future))
-            if self.thread is None or not self.thread.is_alive():
+            if self.thread is None:
+                # Started on first use: a worker whose handlers record no step has none.
                 self.thread = threading.Thread(
                     target=self._run, name="queue_engine steps", daemon=True
                 )

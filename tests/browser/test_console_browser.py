@@ -22,6 +22,7 @@ PAGES = {
     "dead": "/dead/",
     "schedules": "/schedules/",
     "workers": "/workers/",
+    "kinds": "/kinds/",
     "audit": "/audit/",
     "queue": "/queues/emails/",
 }
