@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import psycopg.errors
 from django.db import IntegrityError, connection, transaction
@@ -24,6 +24,9 @@ from queue_engine.definitions import JobDefinition
 from queue_engine.enqueueing.prepare import JobSpec, Row, prepare, spec_for
 from queue_engine.exceptions import EnqueueError, FlowError
 from queue_engine.payloads import dump_json, text_problem
+
+if TYPE_CHECKING:
+    from queue_engine.kinds import JobKind
 
 
 @dataclass
@@ -53,10 +56,36 @@ class Flow:
         self.nodes: dict[str, Node] = {}
         self.rerun_of: int | None = None
 
+    # For a type checker: a root node's arguments are the handler's parameters (through
+    # ParamSpec, as `enqueue` takes them). A node with `depends_on=` is not checked:
+    # Python's typing allows no keyword-only parameter between a ParamSpec's *args and
+    # **kwargs, so its arguments are checked when the node is added, at run time.
+    @overload
+    def add[**P](
+        self, key: str, job: JobKind[P, Any], /, *args: P.args, **kwargs: P.kwargs
+    ) -> str: ...
+
+    @overload
+    def add(
+        self, key: str, job: JobDefinition, /, *args: Any, depends_on: Iterable[str], **kwargs: Any
+    ) -> str: ...
+
+    @overload
+    def add(
+        self,
+        key: str,
+        job: JobSpec | str,
+        /,
+        *args: Any,
+        depends_on: Iterable[str] = (),
+        **kwargs: Any,
+    ) -> str: ...
+
     def add(
         self,
         key: str,
         job: JobDefinition | JobSpec | str,
+        /,
         *args: Any,
         depends_on: Iterable[str] = (),
         **kwargs: Any,

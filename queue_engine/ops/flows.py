@@ -51,7 +51,7 @@ def requeue_flow(flow_id: int, *, actor: Any = None, clear_steps: bool = False) 
             cursor.execute(sql.REQUEUE_FLOW_NODES, {"flow": flow_id})
             requeued = [r[0] for r in cursor.fetchall()]
             if clear_steps:
-                cursor.execute(sql.CLEAR_STEPS, [requeued])
+                cursor.execute(sql.CLEAR_STEPS, {"ids": requeued})
             cursor.execute(sql.RECOUNT_FLOW_DEPENDENCIES, {"flow": flow_id})
             queues = [q for q, state in cursor.fetchall() if state == "available"]
         refresh_flows([flow_id])
@@ -119,12 +119,12 @@ def clone_flow(flow_id: int, action: str) -> FlowBuilder:
             backoff=Backoff.from_json(_json(backoff)),
             group_key=group_key,
             labels=labels,
-            # Not the original's stop request, nor where a reused node came from: the
-            # clone runs.
+            # Not the original's stop request, where a reused node came from, or its
+            # steps: the clone runs, afresh.
             meta={
                 k: v
                 for k, v in (_json(meta) or {}).items()
-                if k not in ("cancel_requested", "reused_from")
+                if k not in ("cancel_requested", "reused_from", "has_steps")
             },
         )
         builder.nodes[key] = Node(key, spec, parents.get(job_id, []))

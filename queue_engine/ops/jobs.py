@@ -167,7 +167,7 @@ def remove_jobs(ids: list[int], *, actor: Any = None) -> int:
         nodes_of = [flow_id for _job, flow_id in rows if flow_id is not None]
         if nodes_of:
             cursor.execute(sql.OPS_COUNT_REMOVED_NODES, [nodes_of])
-        cursor.execute(sql.CLEAR_STEPS, [removed])
+        cursor.execute(sql.CLEAR_STEPS, {"ids": removed})
         if removed:
             notify_changes([], removed)
             refresh_flows(flows)
@@ -213,7 +213,7 @@ def redrive_jobs(
         if rows:
             cursor.execute(sql.WAIT_FOR_PARENTS, [[r[0] for r in rows]])
             if clear_steps:
-                cursor.execute(sql.CLEAR_STEPS, [[r[0] for r in rows]])
+                cursor.execute(sql.CLEAR_STEPS, {"ids": [r[0] for r in rows]})
             extra = {"clear_steps": True} if clear_steps else {}
             notify_changes([q for _, q in rows], [r[0] for r in rows])
             refresh_flows_of(cursor, [r[0] for r in rows])

@@ -166,10 +166,12 @@ WITH configs AS (
                    WHERE e.child_id = j.id
               ) END AS outputs,
               q.lock_duration,
-              -- The durable steps earlier attempts recorded (ctx.step): an index probe,
-              -- so that a handler's first step needs no round trip of its own.
-              (SELECT jsonb_object_agg(s.name, s.result)::text
-                 FROM queue_engine_jobstep s WHERE s.job_id = j.id) AS steps
+              -- The durable steps earlier attempts recorded (ctx.step), so that a
+              -- handler's first step needs no round trip of its own; looked up only for
+              -- a job whose meta says it recorded some (sql.RECORD_STEPS marks it).
+              CASE WHEN j.meta ? 'has_steps' THEN (
+                  SELECT jsonb_object_agg(s.name, s.result)::text
+                    FROM queue_engine_jobstep s WHERE s.job_id = j.id) END AS steps
 ), logged AS (
     -- Starts are counted per span of a 600th of the rate window (at least 0.1 s), each
     -- row stamped with its span's end: a window's sum reads at most about 600 rows
@@ -239,8 +241,9 @@ SELECT j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff::t
             WHERE e.child_id = j.id AND r.state = 'succeeded'
        ) END AS outputs,
        extract(epoch FROM j.lease_expires_at - j.heartbeat_at)::int AS lock_duration,
-       (SELECT jsonb_object_agg(s.name, s.result)::text
-          FROM queue_engine_jobstep s WHERE s.job_id = j.id) AS steps
+       CASE WHEN j.meta ? 'has_steps' THEN (
+           SELECT jsonb_object_agg(s.name, s.result)::text
+             FROM queue_engine_jobstep s WHERE s.job_id = j.id) END AS steps
   FROM queue_engine_job j
  WHERE j.state = 'running' AND j.claim_token = %(token)s AND j.lease_owner = %(worker)s
 """

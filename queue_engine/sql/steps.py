@@ -3,7 +3,11 @@
 # Forget these jobs' steps, so that their next attempt runs every step again (an
 # operator's redrive or requeue that asks for it, or the jobs' removal).
 CLEAR_STEPS = """
-DELETE FROM queue_engine_jobstep WHERE job_id = ANY(%s::bigint[])
+WITH cleared AS (
+    DELETE FROM queue_engine_jobstep WHERE job_id = ANY(%(ids)s::bigint[])
+)
+UPDATE queue_engine_job SET meta = meta - 'has_steps'
+ WHERE id = ANY(%(ids)s::bigint[]) AND meta ? 'has_steps'
 """
 
 
@@ -20,6 +24,10 @@ WITH input AS (
     INSERT INTO queue_engine_jobstep (job_id, name, attempt, result, started_at)
     SELECT job_id, name, attempt, result::jsonb, started_at FROM input
     ON CONFLICT (job_id, name) DO NOTHING
+), marked AS (
+    -- The claim reads a job's steps only when its meta says it has some (HAS_STEPS).
+    UPDATE queue_engine_job j SET meta = j.meta || '{"has_steps": true}'
+     WHERE j.id = ANY(%(jobs)s::bigint[]) AND NOT j.meta ? 'has_steps'
 )
 SELECT i.job_id, EXISTS (SELECT 1 FROM queue_engine_job j
                           WHERE j.id = i.job_id AND j.claim_token = i.token

@@ -1,4 +1,5 @@
-"""A type checker holds `enqueue` to the handler's parameters (without its ctx)."""
+"""A type checker holds `enqueue`, a root node's `Flow.add` and `ctx.step` to the
+handler's (or the step function's) parameters, without its ctx."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 SAMPLE = """\
-from queue_engine import JobContext, job
+from queue_engine import Flow, JobContext, job
 
 
 @job(queue="emails")
@@ -40,6 +41,25 @@ send_welcome.enqueue("seven")  # refused: incompatible type "str"; expected "int
 add.enqueue(1)  # refused: Missing positional argument "b"
 fetch.using(queue="pages").enqueue(url=3)  # refused: incompatible type "int"; expected "str"
 send_welcome.enqueue_debounced()  # refused: Missing positional argument "user_id"
+
+flow = Flow("sample")
+flow.add("root", add, 1, 2)
+flow.add("welcome", send_welcome, user_id=7)
+flow.add("by-name", "billing.charge", amount=3)
+flow.add("child", add, 1, 2, depends_on=["root"])
+flow.add("bad", add, 1, "two")  # refused: No overload variant of "add" of "Flow" matches
+flow.add("typo", send_welcome, user=7)  # refused: No overload variant of "add" of "Flow"
+
+
+def double(n: int) -> int:
+    return n * 2
+
+
+@job
+def stepper(ctx: JobContext) -> int:
+    twice: int = ctx.step("double", double, 2)
+    ctx.step("wrong", double, "two")  # refused: Argument 3 to "step" of "JobContext"
+    return twice
 """
 # line number -> what mypy must say there; every other line must pass
 REFUSED = {
