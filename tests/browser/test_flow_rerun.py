@@ -13,6 +13,9 @@ from tests.browser import jobs as browser_jobs
 from tests.browser.conftest import JOB_MODULES, Server, screenshot, wait_until
 from tests.support import kind_jobs
 from tests.support.workers import Workers
+from tests.worker.test_steps import step_runs  # noqa: F401  the fixture
+
+STEP_MODULES = f"{JOB_MODULES},tests.support.step_jobs"
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -91,4 +94,31 @@ def test_pausing_a_kind_from_the_kinds_page(new_page: Any, server: Server) -> No
     assert row.locator("button:has-text('Resume')").count() == 1
     page.goto(server.url + "/")
     assert "tests.switch.paused" in page.inner_text("#paused-kinds")
+    assert not page.errors
+
+
+def test_the_job_page_shows_durable_steps_as_they_are_recorded(
+    new_page: Any,
+    server: Server,
+    workers: Workers,
+    step_runs: None,  # noqa: F811
+) -> None:
+    from tests.support import step_jobs
+
+    job_id = step_jobs.three_steps.enqueue(fail_on=1).pk
+    page = new_page("viewer")
+    page.goto(f"{server.url}/jobs/{job_id}/")
+    page.wait_for_selector("[data-live].connected, .live-dot", timeout=10000)
+    hidden_before = page.locator("#job-steps").is_hidden()
+
+    workers.start("--queues", "steps", env={"JOBSITE_JOB_MODULES": STEP_MODULES})
+    wait_until(page, "document.querySelectorAll('#job-steps tbody tr').length === 3", 20000)
+    wait_until(
+        page, "document.querySelector('#job-state-badge').textContent === 'succeeded'", 20000
+    )
+    screenshot(page, "job-steps")
+
+    rows = page.locator("#job-steps tbody tr").all_inner_texts()
+    assert hidden_before
+    assert [r.split("\t")[:2] for r in rows] == [["one", "1"], ["two", "2"], ["three", "2"]]
     assert not page.errors
