@@ -167,7 +167,7 @@ def remove_jobs(ids: list[int], *, actor: Any = None) -> int:
         nodes_of = [flow_id for _job, flow_id in rows if flow_id is not None]
         if nodes_of:
             cursor.execute(sql.OPS_COUNT_REMOVED_NODES, [nodes_of])
-        cursor.execute(sql.CLEAR_STEPS, {"ids": removed})
+        cursor.execute(sql.FORGET_REMOVED, {"ids": removed})
         if removed:
             notify_changes([], removed)
             refresh_flows(flows)

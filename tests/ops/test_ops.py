@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from queue_engine import ops
 from queue_engine.exceptions import OpsError
-from queue_engine.models import AuditEvent, Job, JobRecord
+from queue_engine.models import AuditEvent, Job, JobLog, JobRecord, JobStep
 from tests.support import jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,11 +98,16 @@ def test_retry_and_remove_refuse_a_running_job(action) -> None:  # type: ignore[
 
 def test_cancel_and_remove_are_audited_and_refuse_missing_jobs() -> None:
     job = jobs.add.enqueue(a=1, b=1)
+    JobLog.objects.create(job_id=job.id, attempt=1, seq=1, stream="log", text="hello")
+    JobStep.objects.create(job_id=job.id, name="one", attempt=1, started_at=timezone.now())
 
     ops.cancel_job(job.id, actor="carol")
     ops.remove_job(job.id, actor="carol")
 
     assert not JobRecord.objects.filter(pk=job.id).exists()
+    # Its log lines and steps go with it, as retention removes them.
+    assert not JobLog.objects.filter(job_id=job.id).exists()
+    assert not JobStep.objects.filter(job_id=job.id).exists()
     assert list(AuditEvent.objects.order_by("id").values_list("action", flat=True)) == [
         "cancel",
         "remove",
