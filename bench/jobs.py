@@ -15,6 +15,8 @@ KIND = "bench.noop"
 ASYNC_KIND = "bench.async_noop"
 FLAKY_KIND = "bench.flaky"
 STEPS_KIND = "bench.steps"
+ORM_KIND = "bench.orm_update"
+ROWS = 1_000  # drain_orm's table: each job updates one of these rows, at random
 QUEUE = "bench"
 FLAKY_FAILURES = 2  # a flaky job fails this many attempts, then succeeds
 
@@ -42,10 +44,25 @@ def _steps(ctx: JobContext, to: str, subject: str = "Hello") -> int:
     return ctx.step("one", _step, 1) + ctx.step("two", _step, 2) + ctx.step("three", _step, 3)
 
 
+def _orm_update(row: int) -> None:
+    """One Django ORM UPDATE of a row, the common shape of a Django job's work."""
+    from django.db.models import F
+
+    from bench.rows import BenchRow
+
+    BenchRow.objects.filter(pk=row).update(hits=F("hits") + 1)
+
+
 noop: JobKind = job(_noop, kind=KIND, queue=QUEUE)
 async_noop: JobKind = job(_async_noop, kind=ASYNC_KIND, queue=QUEUE)
+orm_update: JobKind = job(_orm_update, kind=ORM_KIND, queue=QUEUE)
 steps: JobKind = job(_steps, kind=STEPS_KIND, queue=QUEUE)
 flaky: JobKind = job(_flaky, kind=FLAKY_KIND, queue=QUEUE, backoff=Backoff.fixed(0), max_attempts=5)
+
+
+def row_payloads(n: int, tag: str = "") -> list[dict[str, int]]:
+    """`n` payloads for `orm_update`: rows spread over the table, the same for every run."""
+    return [{"row": (i * 7919) % ROWS + 1} for i in range(n)]
 
 
 def sample_payloads(n: int, tag: str = "") -> list[dict[str, str]]:

@@ -51,7 +51,7 @@ PUT_BACK = (
     "WHERE id = ANY(%s)"
 )
 
-Handler = Literal["noop", "flaky"]
+Handler = Literal["noop", "flaky", "update"]
 Finish = Literal["delete", "done"]
 
 
@@ -67,6 +67,10 @@ def _flaky(payload: dict[str, Any], attempt: int) -> None:
 
 HANDLERS: dict[str, Callable[[dict[str, Any], int], None]] = {"noop": _noop, "flaky": _flaky}
 
+# drain_orm's work, by hand: one autocommit UPDATE of the payload's row (bench/jobs.py,
+# ROW_TABLE), outside the claim's transaction, as the ORM handler runs it.
+UPDATE_ROW = "UPDATE bench_row SET hits = hits + 1 WHERE id = %s"
+
 
 def work(
     conninfo: str,
@@ -81,11 +85,13 @@ def work(
     stop: multiprocessing.synchronize.Event | None = None,
 ) -> int:
     """The loop. Returns the number of jobs it finished (succeeded) before it ended."""
-    run = HANDLERS[handler]
     finished_sql = DELETE_DONE if finish == "delete" else MARK_DONE
     claim = {"queue": queue, "limit": batch}
     total = 0
     with psycopg.connect(conninfo, autocommit=True) as conn:
+        run = HANDLERS.get(handler) or (
+            lambda payload, _attempt: conn.execute(UPDATE_ROW, [payload["row"]])
+        )
         if listen:
             conn.execute(f"LISTEN {WAKE_CHANNEL}")
         if ready is not None:

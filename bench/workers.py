@@ -398,7 +398,12 @@ def compare_many(env: BenchEnv, timeds: Sequence[Timed]) -> list[list[float]]:
 # --- filling the queues ------------------------------------------------------------------
 
 
-def fill_ours(n: int, kind: str, *, groups: int = 0) -> Callable[[int], int]:
+type Payloads = Callable[[int, str], Sequence[dict[str, Any]]]
+
+
+def fill_ours(
+    n: int, kind: str, *, groups: int = 0, payloads: Payloads = sample_payloads
+) -> Callable[[int], int]:
     """Enqueue `n` jobs of `kind` into the (paused) queue in bulk, in one transaction;
     with `groups`, spread them round-robin over that many group keys."""
     from django.db import transaction
@@ -414,7 +419,7 @@ def fill_ours(n: int, kind: str, *, groups: int = 0) -> Callable[[int], int]:
                 queue=QUEUE,
                 group_key=f"group-{i % groups}" if groups else None,
             )
-            for i, payload in enumerate(sample_payloads(n, f"run {rep}"))
+            for i, payload in enumerate(payloads(n, f"run {rep}"))
         ]
         with transaction.atomic():
             enqueue_many(specs)
@@ -423,12 +428,14 @@ def fill_ours(n: int, kind: str, *, groups: int = 0) -> Callable[[int], int]:
     return prepare
 
 
-def fill_baseline(env: BenchEnv, n: int) -> Callable[[int], int]:
+def fill_baseline(
+    env: BenchEnv, n: int, payloads: Payloads = sample_payloads
+) -> Callable[[int], int]:
     """Insert `n` jobs into the baseline table (one transaction of 1,000-row INSERTs)."""
 
     def prepare(rep: int) -> int:
         with env.connect() as conn:
-            baseline.insert_batched(conn, QUEUE, KIND, sample_payloads(n, f"run {rep}"))
+            baseline.insert_batched(conn, QUEUE, KIND, payloads(n, f"run {rep}"))
         return n
 
     return prepare

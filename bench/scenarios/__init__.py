@@ -14,6 +14,7 @@ SCENARIOS: dict[str, str] = {
     "enqueue_bulk": "bench.scenarios.enqueue_bulk",
     "drain": "bench.scenarios.drain",
     "steps": "bench.scenarios.steps",
+    "drain_orm": "bench.scenarios.drain_orm",
     "latency": "bench.scenarios.latency",
     "retry_storm": "bench.scenarios.retry_storm",
     "flow_fanout": "bench.scenarios.flow_fanout",
