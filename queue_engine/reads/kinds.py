@@ -85,8 +85,11 @@ def kinds(scan: int = KIND_SCAN) -> KindPage:
                 entry.queues = sorted([*entry.queues, queue])
         cursor.execute(sql.KIND_DEAD_COUNTS, {"scan": scan})
         dead = cursor.fetchall()
-        for kind, count in dead:
-            row(kind).dead = count
+        for kind, queue, count in dead:
+            entry = row(kind)
+            entry.dead += count
+            if queue not in entry.queues:
+                entry.queues = sorted([*entry.queues, queue])
         cursor.execute(sql.KIND_HOUR)
         for kind, queues, succeeded, failed, cancelled, retried, p50, p95 in cursor.fetchall():
             entry = row(kind)
@@ -100,5 +103,5 @@ def kinds(scan: int = KIND_SCAN) -> KindPage:
     return KindPage(
         rows=sorted(rows.values(), key=lambda r: (not r.paused, r.kind)),
         live_capped=sum(c for *_key, c in live) > scan,
-        dead_capped=sum(c for _k, c in dead) > scan,
+        dead_capped=sum(c for *_key, c in dead) > scan,
     )

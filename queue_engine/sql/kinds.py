@@ -39,10 +39,10 @@ SELECT kind, queue, state, count(*)
 
 # The Kinds page, dead jobs by kind: the first %(scan)s + 1 of the dead letter (qe_rec_state).
 KIND_DEAD_COUNTS = """
-SELECT kind, count(*)
-  FROM (SELECT kind FROM queue_engine_jobrecord WHERE state = 'failed'
+SELECT kind, queue, count(*)
+  FROM (SELECT kind, queue FROM queue_engine_jobrecord WHERE state = 'failed'
          ORDER BY id DESC LIMIT %(scan)s + 1) AS probe
- GROUP BY 1
+ GROUP BY 1, 2
 """
 
 

@@ -9,21 +9,25 @@ import pytest
 from django.test import Client
 
 from queue_engine import ops
-from queue_engine.models import AuditEvent, KindControl
+from queue_engine.models import AuditEvent, JobRecord, KindControl
 from tests.console.test_metrics import metrics_on, samples, scrape  # noqa: F401
 from tests.support import kind_jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_the_kinds_page_lists_kinds_with_their_waiting_jobs(viewer: Client) -> None:
+def test_the_kinds_page_lists_kinds_with_their_waiting_and_dead_jobs(viewer: Client) -> None:
     kind_jobs.paused_kind.enqueue_many([{"n": i} for i in range(3)])
     kind_jobs.other_kind.enqueue(n=1)
+    JobRecord.objects.create(id=777, kind="retired.kind", queue="old-queue", state="failed")
 
     page = viewer.get("/kinds/").content.decode()
 
     assert "tests.switch.paused" in page and "tests.switch.other" in page
     assert 'href="/jobs/?kind=tests.switch.paused&amp;state=available">3</a>' in page
+    # A kind no process registers any more shows with its dead jobs and their queue.
+    assert 'href="/jobs/?kind=retired.kind&amp;state=dead">1</a>' in page
+    assert 'href="/queues/old-queue/">old-queue</a>' in page
     assert 'name="action"' not in page  # viewers see no kill switch
 
 
