@@ -6,14 +6,16 @@ hand-written loop of bench/worker_baseline.py doing the same work by hand: claim
 of 100, one autocommit UPDATE per job on its connection, settle the batch.
 
 Two fleets, as a Django user would run them:
-- `drain_orm`: the project's settings as they are (CONN_MAX_AGE 0, no pool), so each job
-  that touches the ORM opens a connection and closes it at its end. At 200 handlers a
-  process that is 400 connections, more than the server's 100: this fleet runs 40 a
+- `drain_orm`: the project's settings as runworker applies them: each handler thread keeps
+  its own Django connection between jobs (CONN_MAX_AGE 300, queue_engine/worker/cli.py)
+  and health-checks it (a `SELECT 1`) before the first query of each job. The executor
+  has up to twice `--concurrency` threads, so at the bench's usual 200 a process two
+  processes could open 800 connections, more than the server's 100: this fleet runs 40 a
   process (ORM_CONCURRENCY).
 - `drain_orm_pool`: JOBSITE_DB_POOL=1 (Django's psycopg pool, at most 20 connections a
-  process): a job borrows a connection and gives it back at its end; 20 handlers a process,
-  one per pooled connection. (With 200, handlers waited more than the pool's 10 s timeout
-  for a connection and their jobs failed: issue 21.)
+  process). A thread keeps the pooled connection it borrowed for CONN_MAX_AGE too, so
+  threads beyond the pool's 20 wait for one; 20 handlers a process. (With 200, handlers
+  waited more than the pool's 10 s timeout and their jobs failed: issue 21.)
 """
 
 from __future__ import annotations
