@@ -15,7 +15,11 @@ from django.db import connection
 
 from queue_engine import Backoff, JobContext, job
 
-STEP_RUNS_TABLE = "CREATE TABLE test_step_runs (job_id bigint, step text, attempt int)"
+# `seq` orders the runs: rows written by different connections (each handler thread has
+# its own) need not lie in the table in the order they were written.
+STEP_RUNS_TABLE = (
+    "CREATE TABLE test_step_runs (seq bigserial, job_id bigint, step text, attempt int)"
+)
 
 
 def effect(job_id: int, step: str, attempt: int) -> dict[str, Any]:

@@ -36,7 +36,7 @@ def runs(job_id: int) -> list[tuple[str, int]]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT step, attempt FROM test_step_runs WHERE job_id = %s AND step <> 'go'"
-            " ORDER BY ctid",
+            " ORDER BY seq",
             [job_id],
         )
         return list(cursor.fetchall())
@@ -140,7 +140,8 @@ def test_redrive_keeps_the_steps_unless_told_to_clear_them(
     assert ended(kept).state == "failed" and ended(cleared).state == "failed"
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO test_step_runs VALUES (%s, 'go', 0), (%s, 'go', 0)", [kept, cleared]
+            "INSERT INTO test_step_runs (job_id, step, attempt) VALUES (%s, 'go', 0), (%s, 'go', 0)",
+            [kept, cleared],
         )
 
     ops.redrive_job(kept, actor="tester")
