@@ -72,10 +72,14 @@ def run(options: dict[str, Any]) -> None:
 
     configure_logging(options.get("verbosity", 1))
     declare_settings()
-    # Handler threads keep their Django connection between jobs.
+    # Handler threads keep their Django connection between jobs, and check it only when
+    # it may have been closed (worker/connections.py); a pooled connection goes back to
+    # its pool after each job instead.
     for alias in connections:
-        connections[alias].settings_dict["CONN_MAX_AGE"] = 300
-        connections[alias].settings_dict["CONN_HEALTH_CHECKS"] = True
+        settings = connections[alias].settings_dict
+        if not settings["OPTIONS"].get("pool"):
+            settings["CONN_MAX_AGE"] = 300
+        settings["CONN_HEALTH_CHECKS"] = True
     worker = Worker(
         WorkerOptions(
             conninfo=conninfo(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import threading
 import time
 import traceback
@@ -22,7 +23,8 @@ from queue_engine.worker.context import JobContext
 if TYPE_CHECKING:
     from queue_engine.worker.flusher import Output
     from queue_engine.worker.steps import Steps
-    from queue_engine.worker.threads import HandlerThreads
+
+log = logging.getLogger("queue_engine.worker")
 
 CancelReason = Literal["cancelled", "lease lost", "idle timeout", "shutdown"]
 OutcomeKind = Literal["succeeded", "retry", "failed", "snoozed", "released", "cancelled", "dropped"]
@@ -90,7 +92,6 @@ class Execution:
         "recorded_steps",
         "steps",
         "task",
-        "threads",
         "token",
         "touched_at",
         "worker_id",
@@ -103,7 +104,6 @@ class Execution:
         *,
         worker_id: str,
         output: Output,
-        threads: HandlerThreads,
     ) -> None:
         # The claimed job's columns (see ClaimedJob); backoff and meta arrive as JSON
         # text, parsed only when needed.
@@ -121,7 +121,6 @@ class Execution:
         self.recorded_steps = job.steps
         self.worker_id = worker_id
         self.output = output
-        self.threads = threads
         self.token = token
         self.definition: JobDefinition | None = registry.get(self.kind)
         self.is_async = bool(self.definition and self.definition.is_async)
@@ -185,44 +184,71 @@ class Execution:
             return False
         self.cancel_reason = reason
         self.cancelled.set()
-        if self.task is not None and (self.is_async or reason == "idle timeout"):
-            self.task.cancel()
+        if self.task is not None:
+            self.task.cancel()  # only async handlers have a task
         return True
 
     # --- running -------------------------------------------------------------
 
     async def run(self) -> Outcome:
+        """An async handler's attempt, in the task the worker made for it (self.task)."""
         definition = self.definition
         if definition is None:
-            return self._failure(
-                LookupError(
-                    f"no @job registered for kind {self.kind!r} in this worker; import its "
-                    "module (QUEUE_ENGINE['JOB_MODULES'] or an app's jobs.py)"
-                ),
-                retryable=True,
-            )
+            return self._unknown_kind()
         try:
-            if definition.is_async:
-                result = await self._run_async(definition)
-            else:
-                loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(self.threads.pool, self._run_sync, definition)
+            result = await self._run_async(definition)
         except asyncio.CancelledError:
             if not self.cancelled.is_set():
                 raise  # the worker itself is stopping
-            return self._cancelled_outcome()
+            return self.cancelled_outcome()
         except BaseException as exc:
-            if self.cancelled.is_set() and self.cancel_reason in ("cancelled", "shutdown"):
-                return self._cancelled_outcome()  # however the handler stopped, on request
-            return self._outcome_for_error(exc, definition)
+            return self._error_outcome(exc, definition)
         finally:
             self.flush_streams()
+        return self._result_outcome(result)
+
+    def run_sync(self) -> Outcome:
+        """A plain function's attempt, in a handler thread (threads.py); never raises."""
+        definition = self.definition
+        if definition is None:
+            return self._unknown_kind()
+        try:
+            try:
+                result = self._run_sync(definition)
+            except BaseException as exc:
+                return self._error_outcome(exc, definition)
+            finally:
+                self.flush_streams()
+            return self._result_outcome(result)
+        except Exception as exc:  # a bug of ours: never lose the job
+            log.exception("job %s: internal error", self.job_id)
+            return self._failure(exc, retryable=True)
+
+    def _unknown_kind(self) -> Outcome:
+        return self._failure(
+            LookupError(
+                f"no @job registered for kind {self.kind!r} in this worker; import its "
+                "module (QUEUE_ENGINE['JOB_MODULES'] or an app's jobs.py)"
+            ),
+            retryable=True,
+        )
+
+    def _error_outcome(self, exc: BaseException, definition: JobDefinition) -> Outcome:
+        if self.cancelled.is_set() and self.cancel_reason in ("cancelled", "shutdown"):
+            return self.cancelled_outcome()  # however the handler stopped, on request
+        if not isinstance(exc, Exception) and not self.is_async:
+            # SystemExit or KeyboardInterrupt raised by a plain function ends its
+            # attempt only; the worker goes on.
+            return self._failure(exc, retryable=definition.on_error == "retry")
+        return self._outcome_for_error(exc, definition)
+
+    def _result_outcome(self, result: Any) -> Outcome:
         if (
             self.cancelled.is_set()
             and self.cancel_reason != "lease lost"
             and not self.completed_in_transaction
         ):
-            return self._cancelled_outcome()
+            return self.cancelled_outcome()
         try:
             text = dump_json(result, what=f"{self.kind}: the return value")
         except PayloadError as exc:
@@ -244,22 +270,12 @@ class Execution:
             CURRENT.reset(reset)
 
     def _run_sync(self, definition: JobDefinition) -> Any:
-        from django.db import close_old_connections
-
-        threads = self.threads.running
-        threads.add(self)
+        args, kwargs = self._arguments(definition)
+        reset = CURRENT.set(self)
         try:
-            args, kwargs = self._arguments(definition)
-            reset = CURRENT.set(self)
-            try:
-                return definition.func(*args, **kwargs)
-            finally:
-                CURRENT.reset(reset)
-                close_old_connections()
+            return definition.func(*args, **kwargs)
         finally:
-            threads.discard(self)
-            if self.cancel_reason == "idle timeout":
-                self.threads.returned(self)
+            CURRENT.reset(reset)
 
     def _arguments(self, definition: JobDefinition) -> tuple[list[Any], dict[str, Any]]:
         payload = self.payload if isinstance(self.payload, dict) else {}
@@ -316,7 +332,7 @@ class Execution:
             raise exc
         return self._failure(exc, retryable=definition.on_error == "retry")
 
-    def _cancelled_outcome(self) -> Outcome:
+    def cancelled_outcome(self) -> Outcome:
         definition = self.definition
         if self.cancel_reason == "idle timeout":
             error = IdleTimeout(

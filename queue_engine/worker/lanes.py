@@ -265,13 +265,14 @@ class Lanes:
 
     def _start(self, row: tuple[Any, ...], token: int) -> None:
         job = ClaimedJob._make(row)
-        execution = Execution(
-            job, token, worker_id=self.worker_id, output=self.output, threads=self.threads
-        )
+        execution = Execution(job, token, worker_id=self.worker_id, output=self.output)
         self.shared.min_lock = min(self.shared.min_lock, float(job.lock_seconds))
         self.shared.inflight[execution.job_id] = execution
         self.shared.busy.set()
         self.claimed_total += 1
+        if not execution.is_async and execution.definition is not None:
+            self.threads.submit(execution)
+            return
         # Started eagerly: the task runs at once, up to its first real suspension, instead
         # of a loop turn later. A handler that never waits (a quick async def) finishes
         # here, and its task is never scheduled at all.
@@ -287,8 +288,14 @@ class Lanes:
         except Exception as exc:  # a bug of ours: never lose the job
             log.exception("job %s: internal error", execution.job_id)
             outcome = execution._failure(exc, retryable=True)
-        self.shared.inflight.pop(execution.job_id, None)
-        self.shared.outcomes.append(outcome)
+        self.finished_jobs([outcome])
+
+    def finished_jobs(self, outcomes: list[Outcome]) -> None:
+        """Jobs that ended (an async task, a batch from the handler threads): settle them."""
+        inflight = self.shared.inflight
+        for outcome in outcomes:
+            inflight.pop(outcome.execution.job_id, None)
+        self.shared.outcomes.extend(outcomes)
         self.shared.wakeup.set()
 
     async def _settle_and_claim(
@@ -414,6 +421,8 @@ class Lanes:
         for execution in running:
             if execution.task is not None:
                 execution.task.cancel()
+            else:
+                self.threads.drop(execution)
 
     async def _hand_over(
         self, lane: Connection, outcomes: list[Outcome], running: list[Execution]

@@ -76,6 +76,7 @@ class Worker:
     async def run(self) -> int:
         capture.install()
         loop = asyncio.get_running_loop()
+        self.threads.bind(loop, self.lanes.finished_jobs)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._on_signal)
         await self._register()
@@ -207,5 +208,5 @@ class Worker:
                         log.warning(
                             "job %s: idle for more than %ss; cancelling", execution.job_id, timeout
                         )
-                    else:
-                        self.threads.abandon(execution, timeout)
+                    elif self.threads.abandon(execution, timeout):
+                        self.lanes.finished_jobs([execution.cancelled_outcome()])

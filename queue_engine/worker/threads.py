@@ -1,45 +1,106 @@
-"""The threads plain-function handlers run in, and what happens to one that outlives its
-job's idle timeout: it is abandoned (Python cannot stop a thread) and its job settles
-without it."""
+"""The threads plain-function handlers run in.
+
+The loop hands them whole claims at once: jobs wait in one queue, and a thread that
+finishes a job takes the next one without sleeping. A thread is woken (or started, up to
+the worker's concurrency) only while jobs wait and no other thread is on its way to
+them, so quick handlers run back to back on one or two threads, and slow ones (the ORM
+waiting on Postgres, sleeps, HTTP) spread over as many threads as they keep busy. The
+most recently idle thread is woken first, with its warm Django connection; a thread idle
+for IDLE_EXIT closes its connections and ends.
+
+Finished jobs go back to the loop in batches: one wake-up of the loop for all the jobs
+that finished while it was busy, not one per job.
+
+A handler that outlives its job's idle timeout is abandoned (Python cannot stop a
+thread): its job settles without it, its thread no longer counts against the
+concurrency, and what it returns is dropped; the thread serves again afterwards.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from queue_engine.worker.execution import Execution
+    from queue_engine.worker.execution import Execution, Outcome
 
 log = logging.getLogger("queue_engine.worker")
+
+# An idle thread ends after this long (closing its Django connections with it).
+IDLE_EXIT = 60.0
+
+
+class _Hand:
+    """One thread's parking place: a lock held while the thread may sleep on it."""
+
+    __slots__ = ("wake",)
+
+    def __init__(self) -> None:
+        self.wake = threading.Lock()
+        self.wake.acquire()
 
 
 class HandlerThreads:
     def __init__(self, concurrency: int) -> None:
         self.concurrency = concurrency
-        self.pool = self._new_pool()
         # Executions whose plain function runs in a thread now, in flight or abandoned
-        # (an idle timeout); changed by the threads themselves.
+        # (an idle timeout, a give-back at shutdown); changed by the threads themselves.
         self.running: set[Execution] = set()
-        self._abandoned_in_pool = 0
+        self._lock = threading.Lock()
+        self._waiting: deque[Execution] = deque()
+        self._parked: list[_Hand] = []
+        self._threads = 0  # threads that count against the concurrency
+        self._on_the_way = 0  # threads woken or started that have not looked for work yet
+        self._dropped: set[Execution] = set()  # their outcome must not be delivered
+        self._done: list[Outcome] = []
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._deliver: Callable[[list[Outcome]], None] | None = None
 
-    def _new_pool(self) -> ThreadPoolExecutor:
-        return ThreadPoolExecutor(max_workers=self.concurrency * 2, thread_name_prefix="job")
+    def bind(
+        self, loop: asyncio.AbstractEventLoop, deliver: Callable[[list[Outcome]], None]
+    ) -> None:
+        """Where finished jobs go: `deliver`, called on `loop` with a batch of outcomes."""
+        self._loop = loop
+        self._deliver = deliver
 
-    def returned(self, execution: Execution) -> None:
-        """Called by the thread of an abandoned plain function when it returns at last."""
-        log.info(
-            "job %s: its abandoned handler returned; what it did is dropped "
-            "(%d abandoned handler thread(s) left in this process)",
-            execution.job_id,
-            self.abandoned(),
-        )
+    # --- the loop's side ----------------------------------------------------------
 
-    def abandoned(self) -> int:
-        return sum(1 for e in list(self.running) if e.cancel_reason == "idle timeout")
+    def submit(self, execution: Execution) -> None:
+        with self._lock:
+            self._waiting.append(execution)
+            start = self._more_hands()
+        if start:
+            self._start_thread()
 
-    def abandon(self, execution: Execution, timeout: float) -> None:
+    def drop(self, execution: Execution) -> bool:
+        """Settle `execution` without its thread: what the thread does from now on is
+        dropped. False if its outcome is already on its way to the loop."""
+        with self._lock:
+            if execution in self._dropped:
+                return False
+            if execution in self.running:
+                # Its thread no longer counts: another may start in its place.
+                self._threads -= 1
+            elif execution in self._waiting:
+                self._waiting.remove(execution)
+            else:
+                return False  # finished: its outcome is in _done or delivered
+            self._dropped.add(execution)
+            start = self._more_hands()
+        if start:
+            self._start_thread()
+        return True
+
+    def abandon(self, execution: Execution, timeout: float) -> bool:
         """A plain function past its idle timeout: its job settles now without it."""
+        if not self.drop(execution):
+            return False
         log.warning(
             "job %s: idle for more than %ss; abandoning its handler thread "
             "(%d abandoned handler thread(s) in this process)",
@@ -47,13 +108,115 @@ class HandlerThreads:
             timeout,
             self.abandoned(),
         )
-        # Abandoned threads keep their place in the pool; once they fill its headroom
-        # over the slots, new jobs get a new pool rather than wait for a free thread.
-        self._abandoned_in_pool += 1
-        if self._abandoned_in_pool >= self.concurrency:
-            self.pool.shutdown(wait=False)
-            self.pool = self._new_pool()
-            self._abandoned_in_pool = 0
+        return True
+
+    def abandoned(self) -> int:
+        return sum(1 for e in list(self.running) if e.cancel_reason == "idle timeout")
 
     def shutdown(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            self._closed = True
+            self._waiting.clear()
+            parked, self._parked = self._parked, []
+        for hand in parked:
+            hand.wake.release()
+
+    def _flush(self) -> None:
+        with self._lock:
+            done, self._done = self._done, []
+        if done and self._deliver is not None:
+            self._deliver(done)
+
+    # --- the threads' side --------------------------------------------------------
+
+    def _more_hands(self) -> bool:
+        """Under the lock: wake a thread for the waiting jobs, or say to start one."""
+        if not self._waiting or self._on_the_way or self._closed:
+            return False
+        if self._parked:
+            self._on_the_way += 1
+            self._parked.pop().wake.release()
+            return False
+        if self._threads < self.concurrency:
+            self._threads += 1
+            self._on_the_way += 1
+            return True
+        return False
+
+    def _start_thread(self) -> None:
+        thread = threading.Thread(target=self._work, name="job", daemon=True)
+        thread.start()
+
+    def _work(self) -> None:
+        from django.db import connections
+
+        from queue_engine.worker.connections import check_connections, tidy_connections
+
+        hand = _Hand()
+        arrived = True  # started to look for work: counted in _on_the_way
+        while True:
+            with self._lock:
+                if arrived:
+                    self._on_the_way -= 1
+                    arrived = False
+                if self._closed:
+                    self._threads -= 1
+                    return
+                execution = self._waiting.popleft() if self._waiting else None
+                if execution is None:
+                    self._parked.append(hand)
+                else:
+                    self.running.add(execution)
+                    start = self._more_hands()
+            if execution is None:
+                if hand.wake.acquire(timeout=IDLE_EXIT):
+                    arrived = True
+                    continue
+                with self._lock:
+                    leave = hand in self._parked
+                    if leave:
+                        self._parked.remove(hand)
+                        self._threads -= 1
+                if leave:
+                    connections.close_all()
+                    return
+                hand.wake.acquire()  # woken just as the wait ran out
+                arrived = True
+                continue
+            if start:
+                self._start_thread()
+            check_connections()
+            try:
+                outcome = execution.run_sync()
+            finally:
+                tidy_connections()
+            if not self._finished(execution, outcome):
+                return
+
+    def _finished(self, execution: Execution, outcome: Outcome) -> bool:
+        """Hand `outcome` to the loop; False if this thread is to end."""
+        with self._lock:
+            self.running.discard(execution)
+            dropped = execution in self._dropped
+            if dropped:
+                self._dropped.discard(execution)
+                serve = not self._closed and self._threads < self.concurrency
+                if serve:
+                    self._threads += 1  # back in service
+            else:
+                self._done.append(outcome)
+                first = len(self._done) == 1
+        if dropped:
+            if execution.cancel_reason == "idle timeout":
+                log.info(
+                    "job %s: its abandoned handler returned; what it did is dropped "
+                    "(%d abandoned handler thread(s) left in this process)",
+                    execution.job_id,
+                    self.abandoned(),
+                )
+            return serve
+        if first and self._loop is not None:
+            # A closed loop: the worker is gone, and the job's lease brings it back.
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._flush)
+        return True
