@@ -107,8 +107,13 @@ class Job(JobFields):
                 name="qe_job_running_group",
                 condition=models.Q(state="running"),
             ),
+            # A flow's live nodes by state (sql.REFRESH_FLOWS, at every settle of a node):
+            # with the flow alone as the key, asking whether a node can still run walks
+            # the index entries of every node settled since the last vacuum.
             models.Index(
-                fields=["flow_id"], name="qe_job_flow", condition=models.Q(flow_id__isnull=False)
+                fields=["flow_id", "state"],
+                name="qe_job_flow",
+                condition=models.Q(flow_id__isnull=False),
             ),
             # Suspects, jobs rescued at least twice (sql.CLAIM's `suspects`): few, so
             # every claim can ask whether one waits in its queues.

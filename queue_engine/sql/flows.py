@@ -145,16 +145,22 @@ WITH sums AS (
     SELECT c.child_id, sum(c.n) AS n FROM queue_engine_flowcountdown c
      WHERE c.flow_id = ANY(%s::bigint[])
      GROUP BY c.child_id
+     ORDER BY c.child_id
 ), ready AS (
-    SELECT j.id FROM queue_engine_job j JOIN sums s ON s.child_id = j.id
-     WHERE j.state = 'blocked' AND j.pending_deps <= s.n
-     ORDER BY j.id
-       FOR UPDATE OF j
+    -- Each child looked up by its key alone, in id order (the order locks are taken
+    -- in), and checked once locked: with the state in the lookup, the planner may read
+    -- the index of blocked jobs instead, all of them, at every settle of a flow node
+    -- (OFFSET 0 keeps the check out of the lookup).
+    SELECT x.id FROM sums s CROSS JOIN LATERAL (
+        SELECT j.id, j.state, j.pending_deps FROM queue_engine_job j
+         WHERE j.id = s.child_id
+        OFFSET 0
+           FOR UPDATE) x
+     WHERE x.state = 'blocked' AND x.pending_deps <= s.n
 ), released AS (
     UPDATE queue_engine_job j
        SET pending_deps = 0, state = 'available', run_at = GREATEST(j.run_at, now())
-      FROM ready
-     WHERE j.id = ready.id
+     WHERE j.id = ANY(ARRAY(SELECT id FROM ready))
     RETURNING j.id, j.queue
 ), cleared AS (
     DELETE FROM queue_engine_flowcountdown c USING released r WHERE c.child_id = r.id

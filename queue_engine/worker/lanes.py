@@ -175,11 +175,16 @@ class Lanes:
                     continue
             outcomes, self.shared.outcomes = self.shared.outcomes, []
             freed = self.freed_meanwhile
+            # No queue with limits in sight: the settle and the claim share one
+            # transaction, and the claim sees what the settle made runnable.
+            merged = bool(want) and not self.serial_claims
             if want:
                 self.claiming += 1
             self.reserved += want
             try:
-                rows, token = await self._settle_and_claim(conn, outcomes, want, alone)
+                rows, token = await self._settle_and_claim(
+                    conn, outcomes, want, alone, merged=merged
+                )
             finally:
                 self.reserved -= want
                 if want:
@@ -203,12 +208,15 @@ class Lanes:
                     self.quarantined = bool(rows)
                 elif "suspects" in markers:
                     self.suspects_waiting = True
-            if any(
+            if not merged and any(
                 o.execution.flow_id is not None
                 or (o.kind in ("retry", "snoozed", "released") and o.delay <= 0)
                 for o in outcomes
             ):
-                self.shared.maybe_more = True  # this settle may have made jobs runnable
+                # This settle may have made jobs runnable, after its claim. (A merged
+                # claim saw them; the flow children the count-down releases after the
+                # commit wake the workers with a notification.)
+                self.shared.maybe_more = True
             for row in rows:
                 self._start(row, token)
             if rows:
@@ -299,9 +307,16 @@ class Lanes:
         self.shared.wakeup.set()
 
     async def _settle_and_claim(
-        self, lane: Connection, outcomes: list[Outcome], want: int, alone: bool = False
+        self,
+        lane: Connection,
+        outcomes: list[Outcome],
+        want: int,
+        alone: bool = False,
+        *,
+        merged: bool = False,
     ) -> tuple[list[tuple[Any, ...]], int]:
-        """Settle finished jobs and claim the next batch in one transaction, one round trip."""
+        """Settle finished jobs and claim the next batch, in one round trip: in one
+        transaction if `merged`, else the settle's commit first."""
         token = random.getrandbits(62)
         batch = SettleBatch.of(outcomes)
         batch.chunk = self.flow_chunk
@@ -336,16 +351,22 @@ class Lanes:
                 if recovered:
                     return recovered
             script = Script()
-            # The settle commits first, the claim after it in a transaction of its own:
-            # both in one message, so one round trip still. A settle frees room under
-            # its queue's cap and its jobs' group caps, and counts down the children of
-            # flow nodes (a fan-in's join: one row every settling lane needs). Committed
-            # before the claim, it frees that room and that row for every claimer now,
-            # not after this claim has waited its turn for the queue's lock.
-            batch.settle_in(script)
             place = None
+            # Apart (not merged), the settle commits first and the claim after it in a
+            # transaction of its own: both in one message, so one round trip still. A
+            # settle frees room under its queue's cap and its jobs' group caps, and
+            # counts down the children of flow nodes (a fan-in's join: one row every
+            # settling lane needs). Committed before the claim, it frees that room and
+            # that row for every claimer now, not after this claim has waited its turn
+            # for the queue's lock. Merged, where no limits make claims wait their
+            # turn: one transaction, one commit, and the claim takes the jobs the
+            # settle has just made runnable (a flow node's child, a retry).
+            if not merged:
+                batch.settle_in(script)
             if want or wake_queues or wake_released:
                 script.raw("BEGIN")
+                if merged and batch:
+                    batch.add_to(script)
                 if want:
                     for setting in sql.CLAIM_SETTINGS:
                         script.raw(setting)
@@ -356,6 +377,8 @@ class Lanes:
                     if wake_released:
                         script.raw(sql.CLEAR_RELEASED)
                 script.raw("COMMIT")
+            if merged:
+                batch.refresh_in(script)
             await script.run(conn)
             sent.append(script)
             return script.rows(place) if place is not None else []

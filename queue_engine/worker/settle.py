@@ -194,6 +194,10 @@ class SettleBatch:
             script.raw("BEGIN")
             self.add_to(script)
             script.raw("COMMIT")
+        self.refresh_in(script)
+
+    def refresh_in(self, script: Script) -> None:
+        """Add what follows the settle's commit: the refresh of its flows."""
         if self.flows:
             # Again after the commit, with a fresh snapshot: two workers settling the
             # last nodes of a flow at once each see the other's node still live inside
