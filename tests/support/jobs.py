@@ -155,6 +155,19 @@ async def async_talker(ctx: Any) -> None:
     logger.warning("async logging")
 
 
+@job(kind="tests.backend", queue="threads", max_attempts=1)
+def backend(pause: float = 0.0) -> dict[str, Any]:
+    """The Postgres backend of this handler's Django connection, after an ORM query, and
+    the thread it ran on; one attempt only, so a query on a dead connection shows."""
+    import threading
+
+    time.sleep(pause)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    return {"pid": pid, "thread": threading.get_ident()}
+
+
 @job(kind="tests.cooperative", queue="slow")
 def cooperative(ctx: Any, seconds: float) -> str:
     started = time.monotonic()
