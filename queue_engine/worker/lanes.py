@@ -433,6 +433,12 @@ class Lanes:
         outcomes, self.shared.outcomes = self.shared.outcomes, []
         running = list(self.shared.inflight.values())
         self.shared.inflight.clear()
+        for execution in running:
+            if execution.task is None:
+                # Before the release: a job given back must not start in a thread here
+                # (one still waiting for a thread never will), and what a running thread
+                # returns is dropped.
+                self.threads.drop(execution)
         try:
             await asyncio.wait_for(self._hand_over(lane, outcomes, running), STOP_PATIENCE)
         except TimeoutError:
@@ -444,8 +450,6 @@ class Lanes:
         for execution in running:
             if execution.task is not None:
                 execution.task.cancel()
-            else:
-                self.threads.drop(execution)
 
     async def _hand_over(
         self, lane: Connection, outcomes: list[Outcome], running: list[Execution]

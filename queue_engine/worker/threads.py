@@ -87,11 +87,11 @@ class HandlerThreads:
             if execution in self.running:
                 # Its thread no longer counts: another may start in its place.
                 self._threads -= 1
+                self._dropped.add(execution)
             elif execution in self._waiting:
-                self._waiting.remove(execution)
+                self._waiting.remove(execution)  # it never starts
             else:
                 return False  # finished: its outcome is in _done or delivered
-            self._dropped.add(execution)
             start = self._more_hands()
         if start:
             self._start_thread()
@@ -185,6 +185,12 @@ class HandlerThreads:
                 continue
             if start:
                 self._start_thread()
+            if execution.cancelled.is_set():
+                # Told to stop (an operator's cancel) while it waited for a thread: it
+                # does not start.
+                if not self._finished(execution, execution.cancelled_outcome()):
+                    return
+                continue
             check_connections()
             try:
                 outcome = execution.run_sync()
