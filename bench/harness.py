@@ -107,14 +107,18 @@ class BenchEnv:
         samples: Sequence[float],
         baseline_samples: Sequence[float],
         target: str,
-        target_value: float | None,
+        target_value: float | None = None,
         n: int,
         higher_is_better: bool | None = None,
+        target_ratio: float | None = None,
         **details: Any,
     ) -> Result:
-        """One result row: medians, the ratio to the baseline, the target and the settings."""
+        """One result row: medians, the ratio to the baseline, the target and the settings.
+        A target given as `target_ratio` is that share of the baseline's median."""
         value = statistics.median(samples)
         base = statistics.median(baseline_samples)
+        if target_ratio is not None:
+            target_value = target_ratio * base
         higher = unit != "ms" if higher_is_better is None else higher_is_better
         met = None
         if target_value is not None:

@@ -4,7 +4,7 @@ Ours: the jobs are enqueued in bulk into the paused queue "bench", `manage.py ru
 --queues bench --concurrency 200 [--processes 2]` starts and registers, then the queue
 is un-paused (with a resume notification) and the time runs until all 20,000 are in
 the history table. `drain` runs `async def` handlers (the headline), with 1 and with 2
-processes; `drain_sync` runs plain-function ones (a thread hop per job), with 2. The
+processes; `drain_sync` runs plain-function ones (in the worker's handler threads), with 2. The
 baseline is the hand-written loop of bench/worker_baseline.py in as many processes,
 batches of 100, on its own table; with 2 processes, the async runs, the plain-function
 runs and the baseline's take turns, and both lines are set against the same baseline.

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import select
 
-# Django sets `health_check_done` on its connections; django-stubs does not declare it.
+# (`health_check_done` is Django's, on every connection; django-stubs does not declare it,
+# hence the type ignores.)
 
 
 def check_connections() -> None:
