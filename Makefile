@@ -70,7 +70,8 @@ check: install
 	$(VENV)/bin/mypy .
 
 bench: install db-start
-	$(PY) -m bench $(SCENARIO)
+	$(PY) -m bench $(SCENARIO) $(if $(REPEATS),--repeats $(REPEATS)) \
+		$(if $(DURATION),--duration $(DURATION)) $(if $(RATE),--rate $(RATE))
 
 clean:
 	rm -rf $(VENV) .data bench/reports

@@ -25,6 +25,18 @@ def main(argv: list[str] | None = None) -> int:
         default=3,
         help="timed runs per figure; the median is reported (default: 3)",
     )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help="seconds a load scenario (steady) runs each time (default: the scenario's own)",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        help="jobs per second a load scenario's producer enqueues (default: the scenario's own)",
+    )
     parser.add_argument("--list", action="store_true", help="print the scenario names and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -40,10 +52,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    if args.duration is not None and args.duration <= 0:
+        parser.error("--duration must be a positive number of seconds")
+    if args.rate is not None and args.rate <= 0:
+        parser.error("--rate must be a positive number of jobs per second")
 
     from bench.harness import run
 
-    return run(list(dict.fromkeys(args.scenarios)) or list(SCENARIOS), repeats=args.repeats)
+    return run(
+        list(dict.fromkeys(args.scenarios)) or list(SCENARIOS),
+        repeats=args.repeats,
+        duration=args.duration,
+        rate=args.rate,
+    )
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ import psycopg
 from psycopg import sql
 
 from bench import baseline
+from bench.charts import series_section
 
 BENCH_DB = os.environ.get("JOBSITE_BENCH_DB", "jobsite_bench")
 REPEATS = 3
@@ -55,6 +56,9 @@ class BenchEnv:
     conninfo: str
     settings: dict[str, Any]
     repeats: int = REPEATS
+    # A load scenario's run length (seconds) and producer rate (jobs/s); None: its own.
+    duration: float | None = None
+    rate: float | None = None
     can_checkpoint: bool = True
     extra_tables: list[str] = field(default_factory=list)
 
@@ -114,10 +118,11 @@ class BenchEnv:
         **details: Any,
     ) -> Result:
         """One result row: medians, the ratio to the baseline, the target and the settings.
-        A target given as `target_ratio` is that share of the baseline's median."""
+        A target given as `target_ratio` is that share of the baseline's median; a scenario
+        with no baseline passes no baseline samples."""
         value = statistics.median(samples)
-        base = statistics.median(baseline_samples)
-        if target_ratio is not None:
+        base = statistics.median(baseline_samples) if baseline_samples else None
+        if target_ratio is not None and base is not None:
             target_value = target_ratio * base
         higher = unit != "ms" if higher_is_better is None else higher_is_better
         met = None
@@ -127,7 +132,7 @@ class BenchEnv:
             "scenario": scenario,
             "value": _round(value, unit),
             "unit": unit,
-            "baseline": _round(base, unit),
+            "baseline": None if base is None else _round(base, unit),
             "ratio": round(value / base, 3) if base else None,
             "target": target,
             "target_value": None if target_value is None else _round(target_value, unit),
@@ -162,7 +167,9 @@ def _round(value: float, unit: str) -> float:
 # --- setup -----------------------------------------------------------------------------
 
 
-def setup(repeats: int = REPEATS) -> BenchEnv:
+def setup(
+    repeats: int = REPEATS, duration: float | None = None, rate: float | None = None
+) -> BenchEnv:
     """Point Django at a fresh benchmark database, migrate it, install the baseline."""
     server = configure_django(BENCH_DB)
     from queue_engine.connections import conninfo
@@ -175,7 +182,7 @@ def setup(repeats: int = REPEATS) -> BenchEnv:
         baseline.install(conn)
         settings = run_settings(conn, server)
     warn_if_busy()
-    return BenchEnv(conninfo=info, settings=settings, repeats=repeats)
+    return BenchEnv(conninfo=info, settings=settings, repeats=repeats, duration=duration, rate=rate)
 
 
 def warn_if_busy() -> None:
@@ -264,12 +271,17 @@ def git_revision() -> str:
 # --- running ---------------------------------------------------------------------------
 
 
-def run(names: Sequence[str], repeats: int = REPEATS) -> int:
+def run(
+    names: Sequence[str],
+    repeats: int = REPEATS,
+    duration: float | None = None,
+    rate: float | None = None,
+) -> int:
     """Run the named scenarios; print results, write the report. Returns the exit status."""
     from bench.scenarios import load
 
     started_at = datetime.now(UTC)
-    env = setup(repeats)
+    env = setup(repeats, duration, rate)
     results: list[Result] = []
     failed = 0
     for name in names:
@@ -364,6 +376,7 @@ the baseline being a hand-written psycopg 3 version of the same work run alterna
 <table><thead><tr><th>scenario</th><th>ours</th><th>baseline</th></tr></thead><tbody>
 {details}
 </tbody></table>
+{series_section(results)}
 <h2>Settings</h2>
 <table><tbody>
 {_settings_rows(settings)}

@@ -23,6 +23,8 @@ SCENARIOS: dict[str, str] = {
     "console_pages": "bench.scenarios.console_pages",
     "reads_large": "bench.scenarios.reads_large",
     "cron_checks": "bench.scenarios.cron_checks",
+    "steady": "bench.scenarios.steady",
+    "backlog": "bench.scenarios.backlog",
 }
 
 

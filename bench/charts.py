@@ -1,0 +1,111 @@
+"""Per-second series of a load scenario as inline SVG, for the HTML report (no script,
+no library: the report is one static file).
+
+A result row with `series` (a list, one per run, of columns keyed by name with a
+"second" column) gets one chart per run: jobs per second above (enqueued and
+completed), milliseconds below (p99 pickup latency and the longest gap without a
+completion, with the target as a dashed line). A stall shows as a dip above and a
+spike below at the same second.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+WIDTH, PANEL, GAP, LEFT, BOTTOM = 760, 120, 28, 56, 22
+COLOURS = {
+    "enqueued": "#9aa5b1",
+    "completed": "#2b6cb0",
+    "p99": "#c05621",
+    "gap_ms": "#822727",
+}
+LABELS = {
+    "enqueued": "enqueued/s",
+    "completed": "completed/s",
+    "p99": "p99 pickup (ms)",
+    "gap_ms": "longest gap (ms)",
+}
+
+
+def series_section(results: Sequence[dict[str, Any]]) -> str:
+    """An <h2> and the charts of every row that has a series; empty when none has."""
+    blocks = []
+    for row in results:
+        for index, series in enumerate(row.get("series") or []):
+            title = f"{row['scenario']} ({row.get('load', '')}, {row.get('rate', '?')} jobs/s), "
+            title += f"run {index + 1}"
+            blocks.append(f"<h3>{_e(title)}</h3>\n{run_chart(series, row.get('target_value'))}")
+    if not blocks:
+        return ""
+    return "<h2>Per second</h2>\n" + "\n".join(blocks)
+
+
+def run_chart(series: dict[str, list[float]], target_ms: float | None = None) -> str:
+    seconds = series.get("second") or []
+    if not seconds:
+        return "<p>(no data)</p>"
+    height = 2 * PANEL + GAP + BOTTOM + 8
+    top = _panel(series, ("enqueued", "completed"), 4, seconds, None)
+    bottom = _panel(series, ("p99", "gap_ms"), 4 + PANEL + GAP, seconds, target_ms)
+    axis_y = 4 + 2 * PANEL + GAP
+    ticks = []
+    step = max(1, len(seconds) // 10)
+    for s in seconds[::step]:
+        x = _x(s, seconds)
+        ticks.append(f'<text x="{x:.1f}" y="{axis_y + 16}" text-anchor="middle">{s}s</text>')
+    legend = "".join(
+        f'<tspan fill="{COLOURS[k]}">\u25a0 {_e(LABELS[k])}</tspan>  ' for k in COLOURS
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height + 16}" '
+        f'font-size="11" font-family="system-ui, sans-serif" role="img">'
+        f"{top}{bottom}{''.join(ticks)}"
+        f'<text x="{LEFT}" y="{height + 12}">{legend}</text></svg>'
+    )
+
+
+def _panel(
+    series: dict[str, list[float]],
+    keys: tuple[str, ...],
+    y0: float,
+    seconds: list[float],
+    target: float | None,
+) -> str:
+    peak = max([max(series.get(k) or [0.0]) for k in keys] + [target or 0.0, 1e-9])
+    parts = [
+        f'<rect x="{LEFT}" y="{y0}" width="{WIDTH - LEFT - 8}" height="{PANEL}" '
+        'fill="none" stroke="#ccc"/>',
+        f'<text x="{LEFT - 4}" y="{y0 + 10}" text-anchor="end">{_number(peak)}</text>',
+        f'<text x="{LEFT - 4}" y="{y0 + PANEL}" text-anchor="end">0</text>',
+    ]
+    if target is not None:
+        y = y0 + PANEL - PANEL * target / peak
+        parts.append(
+            f'<line x1="{LEFT}" x2="{WIDTH - 8}" y1="{y:.1f}" y2="{y:.1f}" '
+            'stroke="#2f855a" stroke-dasharray="4 3"/>'
+        )
+    for key in keys:
+        values = series.get(key) or []
+        points = " ".join(
+            f"{_x(s, seconds):.1f},{y0 + PANEL - PANEL * v / peak:.1f}"
+            for s, v in zip(seconds, values, strict=False)
+        )
+        parts.append(
+            f'<polyline points="{points}" fill="none" stroke="{COLOURS[key]}" stroke-width="1.2"/>'
+        )
+    return "".join(parts)
+
+
+def _x(second: float, seconds: list[float]) -> float:
+    span = max(seconds[-1] - seconds[0], 1)
+    return LEFT + (WIDTH - LEFT - 8) * (second - seconds[0]) / span
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)

@@ -1,0 +1,256 @@
+"""Pickup latency under a steady load, and stalls: what short bursts do not show.
+
+Two worker processes (`runworker --concurrency 200 --processes 2`, async no-op kind)
+serve a producer in this process that enqueues at a fixed rate for `--duration`
+seconds (default DURATION): every TICK it enqueues the jobs due by then, one
+`enqueue()` or one `enqueue_many()` in one transaction, as an application would.
+
+Two loads, each run `--repeats` times:
+- half the rate of the same fleet's drain (20,000 queued jobs, timed as `drain` times
+  them, `--repeats` times, the median), or `--rate` when given;
+- LOW_RATE jobs per second, where an idle worker's pickup should show.
+
+Each run's figures come from the history rows, on the database clock:
+- pickup latency: `started_at - created_at` of every job (p50, p95, p99, max);
+- the longest gap between two successive completions (`finished_at`), the stall a
+  user would see as "nothing finished for that long";
+- a per-second series, drawn in the HTML report: jobs enqueued, jobs completed,
+  p50, p99 and max pickup latency of the jobs enqueued in that second, and the longest
+  gap without a completion that ended in it. A stall shows as a spike at its time.
+
+`value` is the median over runs of each run's p99; p50, p95 and max_gap_ms are
+medians over runs too (max_gap_worst_ms is the worst run's). There is no baseline
+loop: the targets are absolute (issue 24).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from bench.harness import BenchEnv, log, per_second, timer
+from bench.jobs import ASYNC_KIND, QUEUE, async_noop
+from bench.workers import (
+    CONCURRENCY,
+    COUNT_RECORDS,
+    configure_queue,
+    fill_ours,
+    fleet,
+    ours_timed,
+    wait_until,
+)
+
+NAME = "steady"
+PROCESSES = 2
+DURATION = 180.0  # seconds per run
+DRAIN_N = 20_000
+LOW_RATE = 100.0  # jobs/s
+TICK = 0.01  # seconds between the producer's enqueues
+TARGET_P99 = 20.0  # ms, at half the drain rate
+TARGET_GAP = 100.0  # ms, at half the drain rate
+TARGET_LOW_P99 = 5.0  # ms, at LOW_RATE
+PAYLOAD = {"to": "user@example.com", "subject": "steady"}
+
+# Every job's pickup latency (ms), and the run's start.
+LATENCY = """
+SELECT percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY ms), max(ms), count(*)
+  FROM (SELECT extract(epoch FROM started_at - created_at) * 1000 AS ms
+          FROM queue_engine_jobrecord) r
+"""
+# The longest gap between two successive completions, and when it ended (s into the run).
+LONGEST_GAP = """
+SELECT extract(epoch FROM gap) * 1000, extract(epoch FROM at - %(t0)s), at
+  FROM (SELECT finished_at - lag(finished_at) OVER (ORDER BY finished_at) AS gap,
+               finished_at AS at
+          FROM (SELECT DISTINCT finished_at FROM queue_engine_jobrecord) f) g
+ WHERE gap IS NOT NULL
+ ORDER BY gap DESC LIMIT 1
+"""
+# Per second of the run: jobs enqueued and their pickup latencies.
+BY_ENQUEUE_SECOND = """
+SELECT s, count(*),
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY ms),
+       percentile_cont(0.99) WITHIN GROUP (ORDER BY ms),
+       max(ms)
+  FROM (SELECT floor(extract(epoch FROM created_at - %(t0)s))::int AS s,
+               extract(epoch FROM started_at - created_at) * 1000 AS ms
+          FROM queue_engine_jobrecord) r
+ GROUP BY s ORDER BY s
+"""
+# Per second of the run: completions, and the longest gap without one ending in it.
+BY_FINISH_SECOND = """
+SELECT floor(extract(epoch FROM at - %(t0)s))::int AS s, sum(n), max(extract(epoch FROM gap)) * 1000
+  FROM (SELECT finished_at AS at, n,
+               finished_at - lag(finished_at) OVER (ORDER BY finished_at) AS gap
+          FROM (SELECT finished_at, count(*) AS n FROM queue_engine_jobrecord
+                 GROUP BY finished_at) f) g
+ GROUP BY 1 ORDER BY 1
+"""
+START = "SELECT min(created_at) FROM queue_engine_jobrecord"
+
+
+@dataclass
+class Run:
+    rate: float
+    jobs: int
+    p50: float
+    p95: float
+    p99: float
+    max: float
+    max_gap_ms: float
+    max_gap_at_s: float
+    producer_lag_ms: float
+    series: dict[str, list[float]]
+
+
+def run(env: BenchEnv) -> list[dict[str, Any]]:
+    duration = env.duration or DURATION
+    with fleet(env, QUEUE, processes=PROCESSES) as workers:
+        if env.rate is None:
+            seconds = []
+            for rep in range(env.repeats):
+                env.truncate()
+                seconds.append(ours_timed(env, workers, fill_ours(DRAIN_N, ASYNC_KIND))(rep))
+            drain_rate = statistics.median(per_second(DRAIN_N, seconds))
+            rate, how = drain_rate / 2, f"half the same-run drain ({drain_rate:,.0f} jobs/s)"
+        else:
+            drain_rate, rate, how = None, env.rate, "--rate"
+        rows = []
+        for load, target_p99, target_gap, load_rate, load_how in (
+            ("half_drain", TARGET_P99, TARGET_GAP, rate, how),
+            ("low", TARGET_LOW_P99, None, LOW_RATE, "fixed"),
+        ):
+            runs = [one_run(env, load_rate, duration) for _ in range(env.repeats)]
+            rows.append(result(env, runs, load, load_how, target_p99, target_gap, drain_rate))
+        env.truncate()
+    return rows
+
+
+def one_run(env: BenchEnv, rate: float, duration: float) -> Run:
+    """Produce at `rate` for `duration` seconds into the running fleet; wait for every job
+    to finish; read the run's figures from the history."""
+    env.truncate()
+    configure_queue(env, QUEUE, paused=False)
+    n, lag = produce(rate, duration)
+    with env.connect() as conn:
+        wait_until(conn, COUNT_RECORDS, lambda c: c >= n, what=f"{n} jobs in the history table")
+        t0 = conn.execute(START).fetchone()[0]  # type: ignore[index]
+        (p50, p95, p99), worst, count = conn.execute(LATENCY).fetchone()  # type: ignore[misc]
+        gap_row = conn.execute(LONGEST_GAP, {"t0": t0}).fetchone()
+        gap_ms, gap_at = (float(gap_row[0]), float(gap_row[1])) if gap_row else (0.0, 0.0)
+        gap_when = f"{gap_row[2]:%H:%M:%S.%f}"[:-3] if gap_row else "-"
+        series = per_second_series(
+            conn.execute(BY_ENQUEUE_SECOND, {"t0": t0}).fetchall(),
+            conn.execute(BY_FINISH_SECOND, {"t0": t0}).fetchall(),
+        )
+    figures = Run(
+        rate=rate,
+        jobs=int(count),
+        p50=float(p50),
+        p95=float(p95),
+        p99=float(p99),
+        max=float(worst),
+        max_gap_ms=gap_ms,
+        max_gap_at_s=gap_at,
+        producer_lag_ms=lag * 1000,
+        series=series,
+    )
+    log(
+        f"  steady at {rate:,.0f}/s: {n} jobs, p50 {figures.p50:.2f} ms, p95 {figures.p95:.2f}, "
+        f"p99 {figures.p99:.2f}, max {figures.max:.1f}; longest gap {gap_ms:.1f} ms at "
+        f"{gap_at:.1f} s ({gap_when}); producer late by at most {figures.producer_lag_ms:.1f} ms"
+    )
+    return figures
+
+
+def produce(rate: float, duration: float) -> tuple[int, float]:
+    """Enqueue round(rate * duration) jobs, each due at i / rate seconds from the start:
+    every TICK, the jobs due by then in one transaction. Returns the number enqueued and
+    how late (seconds) the producer was at worst for a job, beyond one tick."""
+    total = max(1, round(rate * duration))
+    sent, worst = 0, 0.0
+    elapsed = timer()
+    while sent < total:
+        now = elapsed()
+        due = min(total, int(now * rate) + 1)
+        if due > sent:
+            worst = max(worst, now - sent / rate - TICK)
+            if due - sent == 1:
+                async_noop.enqueue(**PAYLOAD)
+            else:
+                with transaction.atomic():
+                    async_noop.enqueue_many([PAYLOAD] * (due - sent))
+            sent = due
+        pause = max(sent / rate, now + TICK) - elapsed()
+        if pause > 0:
+            time.sleep(pause)
+    return sent, max(worst, 0.0)
+
+
+def per_second_series(
+    enqueued: list[tuple[Any, ...]], finished: list[tuple[Any, ...]]
+) -> dict[str, list[float]]:
+    """The run's seconds as columns: second, enqueued, completed, p50, p99, max, gap_ms."""
+    seconds = max([int(r[0]) for r in enqueued] + [int(r[0]) for r in finished] + [0]) + 1
+    columns = ("enqueued", "completed", "p50", "p99", "max", "gap_ms")
+    series: dict[str, list[float]] = {"second": list(range(seconds))}
+    series.update({c: [0.0] * seconds for c in columns})
+    for s, count, p50, p99, worst in enqueued:
+        for column, value in zip(
+            ("enqueued", "p50", "p99", "max"), (count, p50, p99, worst), strict=True
+        ):
+            series[column][int(s)] = round(float(value), 3)
+    for s, count, gap in finished:
+        series["completed"][int(s)] = float(count)
+        series["gap_ms"][int(s)] = round(float(gap or 0.0), 3)
+    return series
+
+
+def result(
+    env: BenchEnv,
+    runs: list[Run],
+    load: str,
+    how: str,
+    target_p99: float,
+    target_gap: float | None,
+    drain_rate: float | None,
+) -> dict[str, Any]:
+    median = statistics.median
+    gap = median(r.max_gap_ms for r in runs)
+    target = f"p99 <= {target_p99:g} ms" + (
+        f" and no gap without completions > {target_gap:g} ms" if target_gap else ""
+    )
+    row = env.result(
+        NAME,
+        unit="ms",
+        samples=[r.p99 for r in runs],
+        baseline_samples=[],
+        target=target,
+        target_value=target_p99,
+        n=runs[0].jobs,
+        load=load,
+        rate=round(runs[0].rate, 1),
+        rate_from=how,
+        drain_rate=None if drain_rate is None else round(drain_rate, 1),
+        duration_s=round(runs[0].jobs / runs[0].rate, 1),
+        p50=round(median(r.p50 for r in runs), 3),
+        p95=round(median(r.p95 for r in runs), 3),
+        max=round(median(r.max for r in runs), 3),
+        max_gap_ms=round(gap, 3),
+        max_gap_worst_ms=round(max(r.max_gap_ms for r in runs), 3),
+        max_gap_at_s=[round(r.max_gap_at_s, 1) for r in runs],
+        producer_lag_ms=round(max(r.producer_lag_ms for r in runs), 1),
+        method=f"runworker --concurrency {CONCURRENCY} --processes {PROCESSES}, async no-op "
+        f"kind; a producer in the bench process enqueues every {TICK * 1000:g} ms the jobs "
+        "due by then (enqueue() or enqueue_many() in one transaction); latency = "
+        "started_at - created_at of every history row; gap = longest time between two "
+        "successive finished_at; medians over runs",
+        series=[r.series for r in runs],
+    )
+    if target_gap is not None:
+        row["target_met"] = bool(row["target_met"]) and gap <= target_gap
+    return row
