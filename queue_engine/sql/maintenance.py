@@ -126,3 +126,14 @@ DELETE FROM queue_engine_metricbucket
                WHERE size = %(size)s AND bucket < now() - make_interval(secs => %(keep)s)
                LIMIT %(limit)s)
 """
+
+
+# The live job table's dead and live rows, from the statistics (worker/services/vacuum.py).
+LIVE_TABLE_ROWS = """
+SELECT n_dead_tup, n_live_tup FROM pg_stat_user_tables
+ WHERE relid = 'queue_engine_job'::regclass
+"""
+
+
+# Without waiting for a vacuum already running (autovacuum's, an operator's).
+VACUUM_LIVE_TABLE = "VACUUM (SKIP_LOCKED) queue_engine_job"

@@ -58,5 +58,7 @@ class Leader:
                 await asyncio.sleep(next(waits))
 
     async def close(self) -> None:
+        for service in self.services:
+            await service.close()
         await self.connection.close()
         self.is_leader = False

@@ -57,7 +57,11 @@ class Worker:
         self.leader = Leader(
             self.worker_id,
             Connection(options.conninfo, "leader"),
-            leader_services(max_rescues=options.max_rescues, flow_chunk=self.lanes.flow_chunk),
+            leader_services(
+                conninfo=options.conninfo,
+                max_rescues=options.max_rescues,
+                flow_chunk=self.lanes.flow_chunk,
+            ),
         )
         self.heartbeat = Heartbeat(
             self.worker_id,

@@ -25,6 +25,8 @@ from queue_engine.worker.services.retention import Swept, delete_expired
 from queue_engine.worker.services.rollup import roll_up
 from queue_engine.worker.services.scheduler import fire_due_schedules
 from queue_engine.worker.services.stale_workers import sweep_stale_workers
+from queue_engine.worker.services.vacuum import CHECK_INTERVAL as VACUUM_CHECK_INTERVAL
+from queue_engine.worker.services.vacuum import LiveTableVacuum
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -68,8 +70,14 @@ class Every:
             name = getattr(getattr(self.service, "func", self.service), "__name__", "?")
             log.exception("leader service %s failed; retrying in %ss", name, self.interval)
 
+    async def close(self) -> None:
+        """Stop what the service runs in the background (its own connection, a task)."""
+        close = getattr(self.service, "close", None)
+        if close is not None:
+            await close()
 
-def leader_services(*, max_rescues: int, flow_chunk: int) -> list[Every]:
+
+def leader_services(*, conninfo: str, max_rescues: int, flow_chunk: int) -> list[Every]:
     """The leader's services, in the order each tick runs them."""
     return [
         Every(0.0, promote_due),
@@ -80,11 +88,13 @@ def leader_services(*, max_rescues: int, flow_chunk: int) -> list[Every]:
         Every(SCHEDULE_INTERVAL, fire_due_schedules),
         Every(ROLLUP_INTERVAL, roll_up),
         Every(RETENTION_INTERVAL, partial(delete_expired, swept=Swept())),
+        Every(VACUUM_CHECK_INTERVAL, LiveTableVacuum(conninfo)),
     ]
 
 
 __all__ = [
     "Every",
+    "LiveTableVacuum",
     "delete_expired",
     "fire_due_schedules",
     "leader_services",
