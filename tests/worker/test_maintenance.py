@@ -271,6 +271,17 @@ def random_records(
     return records
 
 
+def watermark_now() -> datetime:
+    watermark = RollupState.objects.get().rolled_up_to
+    assert watermark is not None
+    return watermark.astimezone(UTC)
+
+
+def closed(records: list[JobRecord], watermark: datetime) -> list[JobRecord]:
+    """The records of the minutes a rollup up to `watermark` counts (the open one waits)."""
+    return [r for r in records if r.finished_at < watermark]
+
+
 def test_the_rollup_matches_the_raw_rows(conninfo: str) -> None:
     now = database_now()
     records = random_records(now, 3000, random.Random(5))
@@ -279,7 +290,8 @@ def test_the_rollup_matches_the_raw_rows(conninfo: str) -> None:
     first = run_service(conninfo, roll_up)
     second = run_service(conninfo, roll_up)
 
-    assert buckets(60) == expected_minutes(records)
+    watermark = watermark_now()
+    assert buckets(60) == expected_minutes(closed(records, watermark))
     hours: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for (minute, queue, kind), values in buckets(60).items():
         hours[(minute.replace(minute=0), queue, kind)].append(values)
@@ -294,8 +306,26 @@ def test_the_rollup_matches_the_raw_rows(conninfo: str) -> None:
             continue
         weighted = sum((m["run_p95"] or 0) * m["timed"] for m in minutes) / timed
         assert rolled_hours[key]["run_p95"] == pytest.approx(weighted)
-    assert first.rolled_up_to is not None and second.rolled_up_to is not None
-    assert now - timedelta(minutes=1) <= second.rolled_up_to <= database_now()
+    # Only closed minutes: the watermark is the end of the last minute that closed at
+    # least rollup.SETTLED ago.
+    assert first.rolled_up_to == second.rolled_up_to == watermark
+    assert watermark.second == 0 and watermark.microsecond == 0
+    assert now - timedelta(minutes=1) - rollup.SETTLED <= watermark <= now - rollup.SETTLED
+
+
+def test_a_rollup_with_no_newly_closed_minute_reads_nothing(conninfo: str) -> None:
+    now = database_now()
+    JobRecord.objects.bulk_create(random_records(now, 200, random.Random(9)))
+    run_service(conninfo, roll_up)
+    watermark = watermark_now()
+    MetricBucket.objects.all().delete()  # would come back if the next pass read the history
+
+    again = run_service(conninfo, roll_up)
+
+    if database_now() - rollup.SETTLED < watermark + timedelta(minutes=1):
+        assert again.rolled_up_to == watermark and not MetricBucket.objects.exists()
+    else:  # a minute closed between the two passes (the test ran across its end)
+        assert again.rolled_up_to == watermark + timedelta(minutes=1)
 
 
 def test_the_rollup_is_incremental_and_counts_late_rows_once(conninfo: str) -> None:
@@ -304,28 +334,30 @@ def test_the_rollup_is_incremental_and_counts_late_rows_once(conninfo: str) -> N
     records = random_records(now, 500, rng, span=timedelta(hours=5))
     JobRecord.objects.bulk_create(records)
     run_service(conninfo, roll_up)
-    watermark = RollupState.objects.get().rolled_up_to
-    assert watermark is not None
+    watermark = watermark_now()
 
     late = [
         record(watermark - timedelta(seconds=30), queue="a"),  # committed after its finish
         *random_records(database_now(), 50, rng, span=timedelta(seconds=1)),
     ]
     JobRecord.objects.bulk_create(late)
+    # As if the next minute had closed: its pass reads the minute before it again.
+    RollupState.objects.update(rolled_up_to=watermark - timedelta(minutes=1))
     run_service(conninfo, roll_up)
     run_service(conninfo, roll_up)
 
-    assert buckets(60) == expected_minutes(records + late)
+    counted = closed(records + late, watermark_now())
+    assert late[0] in counted
+    assert buckets(60) == expected_minutes(counted)
     assert sum(
         b["succeeded"] + b["failed"] + b["cancelled"] for b in buckets(3600).values()
-    ) == len(records) + len(late)
+    ) == len(counted)
 
 
 def test_a_first_rollup_over_a_long_history_goes_in_hour_chunks(conninfo: str) -> None:
     now = database_now()
-    JobRecord.objects.bulk_create(
-        random_records(now, 400, random.Random(3), span=timedelta(hours=30))
-    )
+    records = random_records(now, 400, random.Random(3), span=timedelta(hours=30))
+    JobRecord.objects.bulk_create(records)
 
     passes = []
     while True:
@@ -336,7 +368,7 @@ def test_a_first_rollup_over_a_long_history_goes_in_hour_chunks(conninfo: str) -
 
     assert len(passes) >= 30
     totals = MetricBucket.objects.filter(size=3600).values_list("succeeded", "failed", "cancelled")
-    assert sum(map(sum, totals)) == 400
+    assert sum(map(sum, totals)) == len(closed(records, watermark_now()))
 
 
 def test_a_rollup_whose_passes_slow_down_counts_every_row_once(
@@ -355,9 +387,10 @@ def test_a_rollup_whose_passes_slow_down_counts_every_row_once(
     # Each slow pass still moves on (at least a minute): two hours take about 120 passes,
     # not the whole budget spent re-reading the same minute.
     assert not done.more and done.passes < 300
-    assert buckets(60) == expected_minutes(records)
+    counted = closed(records, watermark_now())
+    assert buckets(60) == expected_minutes(counted)
     totals = MetricBucket.objects.filter(size=3600).values_list("succeeded", "failed", "cancelled")
-    assert sum(map(sum, totals)) == len(records)
+    assert sum(map(sum, totals)) == len(counted)
 
 
 def test_the_rollup_outlives_retention(conninfo: str) -> None:

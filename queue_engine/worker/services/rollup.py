@@ -1,13 +1,16 @@
 """Roll ended jobs up into minute and hour metric buckets, incrementally.
 
-A watermark (RollupState "metrics") says how far buckets are final. Each pass
-recomputes, from the history rows, the minute buckets from one minute before
-the watermark up to now (the last closed minute again, for rows committed a
-little after their finish time, and the open minute), then the hour buckets
-those minutes belong to, then moves the watermark to the start of the open
-minute. Recomputing replaces buckets, so a pass can be repeated or interrupted
-without counting anything twice. A first rollup over a long history goes in
-chunks of history, one transaction each, sized to take well under a second.
+A watermark (RollupState "metrics") says how far buckets are final. Only closed
+minutes are rolled up: once a minute has been over for SETTLED, a pass recomputes,
+from the history rows, the minute buckets from one minute before the watermark up to
+the end of that minute (the minute before the watermark again, for rows committed a
+little after their finish time), then the hour buckets those minutes belong to, then
+moves the watermark to the end of the last closed minute. Each minute is read twice,
+whatever the rate: a pass that finds no newly closed minute reads nothing, and the
+open minute is left to readers (reads.SERIES reads history after the watermark).
+Recomputing replaces buckets, so a pass can be repeated or interrupted without
+counting anything twice. A first rollup over a long history goes in chunks of
+history, one transaction each, sized to take well under a second.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ import psycopg
 from queue_engine import sql
 
 LATE_MARGIN = timedelta(minutes=1)
+# A minute is rolled up once it has been over this long: the settles that finished jobs
+# in it (finished_at is their transaction's start) have committed by then.
+SETTLED = timedelta(seconds=5)
 CHUNK = timedelta(hours=1)  # history per pass when catching up; adapted to keep passes short
 # A pass starts LATE_MARGIN before the watermark: the smallest chunk must reach past it, or
 # a pass on a slow database would end where it started and the rollup would stall.
@@ -67,25 +73,29 @@ async def _one_pass(
         row = await cur.fetchone()
         assert row is not None
         watermark, now = row
+        closed = _minute(now - SETTLED)  # the end of the last closed minute
         if watermark is None:
             cur = await conn.execute(sql.OLDEST_FINISHED)
             oldest = (await cur.fetchone() or (None,))[0]
             start = _minute(oldest or now)
+            if closed <= start:  # nothing before the open minute: nothing to count yet
+                await conn.execute(sql.SET_ROLLED_UP_TO, [start])
+                return start, True
+        elif closed <= watermark:
+            return watermark, True  # no minute closed since the last pass
         else:
             start = _minute(watermark - LATE_MARGIN)
         # Whole minutes: a pass that stopped inside a minute would leave the next one to
         # insert that minute's bucket again (a halved chunk is 7.5 minutes, then less).
-        end = min(now, _minute(start + chunk))
+        end = min(closed, _minute(start + chunk))
         minutes = {"size": 60, "start": start, "end": end}
         await conn.execute(sql.DELETE_BUCKETS, minutes)
         await conn.execute(sql.INSERT_MINUTE_BUCKETS, minutes)
         hours = {"size": 3600, "start": start.replace(minute=0), "end": end}
         await conn.execute(sql.DELETE_BUCKETS, hours)
         await conn.execute(sql.INSERT_HOUR_BUCKETS, hours)
-        caught_up = end >= now
-        watermark = _minute(end) if caught_up else end
-        await conn.execute(sql.SET_ROLLED_UP_TO, [watermark])
-    return watermark, caught_up
+        await conn.execute(sql.SET_ROLLED_UP_TO, [end])
+    return end, end >= closed
 
 
 def _minute(moment: datetime) -> datetime:
