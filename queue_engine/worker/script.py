@@ -16,6 +16,7 @@ Postgres array text, so nothing is lost by not binding them.
 
 from __future__ import annotations
 
+import random
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -82,14 +83,23 @@ def literal(value: Any) -> str:
 # So a connection's statements are planned again now and then, on a widening schedule
 # (REPLAN_FIRST seconds after its first plans, then twice as long each time, up to
 # REPLAN_MAX): the message that finds its plans due starts with DEALLOCATE ALL and
-# prepares what it runs again. Some twenty plans a connection, once in minutes.
+# prepares what it runs again. Some twenty plans a connection, once in minutes. Each
+# wait is drawn within REPLAN_JITTER of its length: planning them takes a lane tens of
+# milliseconds, and the lanes of a fleet started together would otherwise all plan at
+# the same moment and stop claiming together.
 REPLAN_FIRST = 10.0
 REPLAN_MAX = 600.0
+REPLAN_JITTER = 0.25
+
+
+def _replan_wait(interval: float) -> float:
+    return interval * random.uniform(1 - REPLAN_JITTER, 1 + REPLAN_JITTER)
 
 
 @dataclass
 class _Plans:
-    interval: float  # until the next plans
+    interval: float  # the schedule's current step
+    wait: float  # until the next plans: the step, give or take REPLAN_JITTER
     names: set[str] = field(default_factory=set)  # prepared on this connection
     planned_at: float = field(default_factory=time.monotonic)
 
@@ -132,16 +142,17 @@ class Script:
     async def run(self, conn: psycopg.AsyncConnection[Any]) -> None:
         plans = _plans_on.get(conn)
         if plans is None:
-            plans = _plans_on[conn] = _Plans(interval=REPLAN_FIRST)
+            plans = _plans_on[conn] = _Plans(REPLAN_FIRST, _replan_wait(REPLAN_FIRST))
         prepared = plans.names
         parts: list[str] = []
         places: list[int | None] = []  # for each part, its step (None: a PREPARE)
-        if prepared and time.monotonic() - plans.planned_at >= plans.interval:
+        if prepared and time.monotonic() - plans.planned_at >= plans.wait:
             parts.append("DEALLOCATE ALL")
             places.append(None)
             prepared.clear()
             plans.planned_at = time.monotonic()
             plans.interval = min(plans.interval * 2, REPLAN_MAX)
+            plans.wait = _replan_wait(plans.interval)
         for place, step in enumerate(self._steps):
             if isinstance(step, str):
                 parts.append(step)

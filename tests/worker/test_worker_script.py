@@ -142,6 +142,7 @@ def test_a_connections_statements_are_planned_again_on_a_widening_schedule(
     from queue_engine.worker import script
 
     monkeypatch.setattr(script, "REPLAN_FIRST", 0.2)
+    monkeypatch.setattr(script, "REPLAN_JITTER", 0.0)
 
     async def build(conn: psycopg.AsyncConnection) -> Any:
         async def prepared_at() -> Any:
