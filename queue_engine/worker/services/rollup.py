@@ -15,6 +15,7 @@ history, one transaction each, sized to take well under a second.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,6 +23,8 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 
 from queue_engine import sql
+
+log = logging.getLogger("queue_engine.worker")
 
 LATE_MARGIN = timedelta(minutes=1)
 # A minute is rolled up once it has been over this long: the settles that finished jobs
@@ -48,6 +51,7 @@ class RolledUp:
 async def roll_up(conn: psycopg.AsyncConnection, *, budget: float = TIME_BUDGET) -> RolledUp:
     deadline = time.monotonic() + budget
     await conn.execute(sql.ENSURE_ROLLUP_STATE)
+    await summarize_new_history(conn)
     passes, chunk = 0, CHUNK
     while True:
         started = time.monotonic()
@@ -69,6 +73,8 @@ async def _one_pass(
     conn: psycopg.AsyncConnection, chunk: timedelta
 ) -> tuple[datetime | None, bool]:
     async with conn.transaction():
+        for setting in sql.ROLLUP_SETTINGS:
+            await conn.execute(setting)
         cur = await conn.execute(sql.LOCK_ROLLUP_STATE)
         row = await cur.fetchone()
         assert row is not None
@@ -96,6 +102,19 @@ async def _one_pass(
         await conn.execute(sql.INSERT_HOUR_BUCKETS, hours)
         await conn.execute(sql.SET_ROLLED_UP_TO, [end])
     return end, end >= closed
+
+
+async def summarize_new_history(conn: psycopg.AsyncConnection) -> None:
+    """Summarize the history pages appended since the last pass in the BRIN index on
+    finished_at (sql.SUMMARIZE_FINISHED), which the rollup, retention and the console's
+    charts read by. Skipped while a vacuum of the history holds the lock it needs, or
+    when this connection does not own the table (autovacuum's summaries then serve)."""
+    try:
+        async with conn.transaction():
+            await conn.execute(sql.SUMMARIZE_LOCK_TIMEOUT)
+            await conn.execute(sql.SUMMARIZE_FINISHED)
+    except (psycopg.errors.LockNotAvailable, psycopg.errors.InsufficientPrivilege) as exc:
+        log.debug("history summaries left for later: %s", exc)
 
 
 def _minute(moment: datetime) -> datetime:
