@@ -73,14 +73,18 @@ ANALYZE_LIVE = "ANALYZE queue_engine_job, queue_engine_flowedge"
 # --- our workers ---------------------------------------------------------------------
 
 
-def database_url() -> str:
-    """A DATABASE_URL for the benchmark database (Django's settings, the name swapped)."""
+def database_url(via_port: int | None = None) -> str:
+    """A DATABASE_URL for the benchmark database (Django's settings, the name swapped);
+    with `via_port`, through 127.0.0.1 at that port (a bench.relay)."""
     from django.db import connection
 
     s = connection.settings_dict
     user = quote(s.get("USER") or "")
     password = f":{quote(s['PASSWORD'])}" if s.get("PASSWORD") else ""
     host = s.get("HOST") or ""
+    if via_port is not None:
+        s = {**s, "HOST": "127.0.0.1", "PORT": via_port}
+        host = "127.0.0.1"
     query: dict[str, Any] = {
         k: v
         for k, v in (s.get("OPTIONS") or {}).items()
@@ -102,6 +106,7 @@ class Fleet:
     queues: str
     processes: int = 1
     concurrency: int = CONCURRENCY
+    database_url: str | None = None  # default: database_url(), straight to the server
     proc: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
 
@@ -122,7 +127,7 @@ class Fleet:
         ]
         child_env = {
             **os.environ,
-            "DATABASE_URL": database_url(),
+            "DATABASE_URL": self.database_url or database_url(),
             "JOBSITE_JOB_MODULES": "bench.jobs",
             "DJANGO_SETTINGS_MODULE": "jobsite.settings",
             "PYTHONUNBUFFERED": "1",
@@ -199,10 +204,15 @@ class Fleet:
 
 @contextmanager
 def fleet(
-    env: BenchEnv, queue: str, processes: int = 1, concurrency: int = CONCURRENCY
+    env: BenchEnv,
+    queue: str,
+    processes: int = 1,
+    concurrency: int = CONCURRENCY,
+    url: str | None = None,
 ) -> Iterator[Fleet]:
-    """Workers started and ready (registered, listening); always stopped on the way out."""
-    workers = Fleet(env, queue, processes, concurrency)
+    """Workers started and ready (registered, listening); always stopped on the way out.
+    `url`: the DATABASE_URL they connect with (default: straight to the server)."""
+    workers = Fleet(env, queue, processes, concurrency, url)
     try:
         started = timer()
         workers.start()
@@ -230,7 +240,7 @@ def extra_tables(env: BenchEnv, *tables: str) -> Iterator[None]:
 def prime(env: BenchEnv, workers: Fleet) -> None:
     """An untimed drain of PRIME_N jobs, then statistics of the history it left."""
     env.truncate()
-    ours_timed(env, workers, fill_ours(PRIME_N, ASYNC_KIND))(-1)
+    ours_timed(env, workers, fill_ours(PRIME_N, ASYNC_KIND, queue=workers.queues))(-1)
     with env.connect() as conn:
         conn.execute(ANALYZE_HISTORY)
     env.truncate()
@@ -402,7 +412,12 @@ type Payloads = Callable[[int, str], Sequence[dict[str, Any]]]
 
 
 def fill_ours(
-    n: int, kind: str, *, groups: int = 0, payloads: Payloads = sample_payloads
+    n: int,
+    kind: str,
+    *,
+    groups: int = 0,
+    payloads: Payloads = sample_payloads,
+    queue: str = QUEUE,
 ) -> Callable[[int], int]:
     """Enqueue `n` jobs of `kind` into the (paused) queue in bulk, in one transaction;
     with `groups`, spread them round-robin over that many group keys."""
@@ -416,7 +431,7 @@ def fill_ours(
             JobSpec(
                 kind=kind,
                 payload=payload,
-                queue=QUEUE,
+                queue=queue,
                 group_key=f"group-{i % groups}" if groups else None,
             )
             for i, payload in enumerate(payloads(n, f"run {rep}"))

@@ -25,6 +25,7 @@ SCENARIOS: dict[str, str] = {
     "cron_checks": "bench.scenarios.cron_checks",
     "steady": "bench.scenarios.steady",
     "backlog": "bench.scenarios.backlog",
+    "drain_rtt": "bench.scenarios.drain_rtt",
 }
 
 
