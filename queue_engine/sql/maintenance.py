@@ -1,9 +1,6 @@
 """Retention (deleting ended jobs past their window) and the metrics rollup."""
 
-from queue_engine.sql.fragments import BUCKET_ORIGIN, WAIT_AND_RUN
-
-# Rows per minute, queue and kind above which the rollup's percentiles are sampled.
-SAMPLED_ROWS = 20_000
+from queue_engine.sql.fragments import BUCKET_ORIGIN, MINUTE_FIGURES, WAIT_AND_RUN
 
 # Each queue's retention windows, in seconds per ended state.
 RETENTION_WINDOWS = """
@@ -85,54 +82,19 @@ DELETE FROM queue_engine_metricbucket
 
 
 # Minute buckets recomputed from the history rows that finished in [start, end), with
-# the same arithmetic as the live tail of reads.SERIES (fragments.MINUTE_FIGURES), but
-# for the percentiles of a busy queue and kind, taken over a sample.
+# the same arithmetic as the live tail of reads.SERIES (fragments.MINUTE_FIGURES).
 INSERT_MINUTE_BUCKETS = f"""
-WITH steps AS (
-    -- Percentiles sort their rows: a queue and kind that ended more than SAMPLED_ROWS
-    -- jobs in a minute of the last five has its percentiles taken over about that many
-    -- of them (every step-th id, ids being handed out in enqueue order), not a
-    -- million. Below that, every row counts.
-    SELECT queue, kind,
-           GREATEST(1, max(succeeded + failed + cancelled) / {SAMPLED_ROWS}) AS step
-      FROM queue_engine_metricbucket
-     WHERE size = 60 AND bucket >= %(start)s - interval '5 minutes' AND bucket < %(start)s
-     GROUP BY queue, kind
-), counts AS (
-    -- Counts and sums, exact, hashed by bucket (no sort of the minute's rows).
-    SELECT date_bin('1 minute', finished_at, {BUCKET_ORIGIN}) AS bucket, queue, kind,
-           count(*) FILTER (WHERE state = 'succeeded') AS succeeded,
-           count(*) FILTER (WHERE state = 'failed') AS failed,
-           count(*) FILTER (WHERE state = 'cancelled') AS cancelled,
-           COALESCE(sum(GREATEST(attempt - 1, 0)), 0) AS retried,
-           count(wait) AS timed,
-           COALESCE(sum(wait), 0) AS wait_sum, COALESCE(sum(run), 0) AS run_sum,
-           count(*) FILTER (WHERE rescues > 0) AS rescued
-      FROM (SELECT finished_at, queue, kind, state, attempt, rescues, {WAIT_AND_RUN}
-              FROM queue_engine_jobrecord
-             WHERE finished_at >= %(start)s AND finished_at < %(end)s) r
-     GROUP BY 1, 2, 3
-), percentiles AS (
-    SELECT date_bin('1 minute', finished_at, {BUCKET_ORIGIN}) AS bucket, queue, kind,
-           percentile_cont(0.5) WITHIN GROUP (ORDER BY wait) AS wait_p50,
-           percentile_cont(0.95) WITHIN GROUP (ORDER BY wait) AS wait_p95,
-           percentile_cont(0.5) WITHIN GROUP (ORDER BY run) AS run_p50,
-           percentile_cont(0.95) WITHIN GROUP (ORDER BY run) AS run_p95
-      FROM (SELECT r.finished_at, r.queue, r.kind, {WAIT_AND_RUN}
-              FROM queue_engine_jobrecord r
-              LEFT JOIN steps s ON s.queue = r.queue AND s.kind = r.kind
-             WHERE r.finished_at >= %(start)s AND r.finished_at < %(end)s
-               AND mod(r.id, COALESCE(s.step, 1)) = 0) r
-     GROUP BY 1, 2, 3
-)
 INSERT INTO queue_engine_metricbucket
        (size, bucket, queue, kind, succeeded, failed, cancelled, retried, timed,
         wait_sum, run_sum, wait_p50, wait_p95, run_p50, run_p95, rescued)
-SELECT 60, c.bucket, c.queue, c.kind, c.succeeded, c.failed, c.cancelled, c.retried,
-       c.timed, c.wait_sum, c.run_sum, p.wait_p50, p.wait_p95, p.run_p50, p.run_p95,
-       c.rescued
-  FROM counts c
-  LEFT JOIN percentiles p ON p.bucket = c.bucket AND p.queue = c.queue AND p.kind = c.kind
+SELECT 60, date_bin('1 minute', finished_at, {BUCKET_ORIGIN}), queue, kind,
+       {MINUTE_FIGURES},
+       count(*) FILTER (WHERE rescues > 0)
+  FROM (SELECT finished_at, queue, kind, state, attempt, rescues,
+               {WAIT_AND_RUN}
+          FROM queue_engine_jobrecord
+         WHERE finished_at >= %(start)s AND finished_at < %(end)s) r
+ GROUP BY 2, 3, 4
 """
 
 
@@ -189,13 +151,7 @@ SUMMARIZE_FINISHED = "SELECT brin_summarize_new_values('qe_rec_finished_brin'::r
 SUMMARIZE_LOCK_TIMEOUT = "SET LOCAL lock_timeout = '100ms'"
 
 
-# For the rollup's transaction. Its counts group a minute's rows by hashing them: the
-# planner, which expects a group per finish time, would sort them all first. Its
-# sorts (the percentiles') stay in memory rather than in temporary files that compete
-# with the commits' WAL flushes. No JIT: the cost a disabled sort adds to the plan's
-# estimate would have every pass compile its statement (0.4 s), tiny history or not.
-ROLLUP_SETTINGS = (
-    "SET LOCAL enable_sort = off",
-    "SET LOCAL work_mem = '64MB'",
-    "SET LOCAL jit = off",
-)
+# For the rollup's transaction: its sorts (a minute's rows, for the grouping and the
+# percentiles) in memory rather than in temporary files that compete with the commits'
+# WAL flushes, and no JIT compilation of its statements.
+ROLLUP_SETTINGS = ("SET LOCAL work_mem = '64MB'", "SET LOCAL jit = off")

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from queue_engine import sql
 from queue_engine.models import (
     Flow,
     JobLog,
@@ -416,36 +415,3 @@ def test_the_leader_rolls_up_then_collects(workers: Workers) -> None:
 
     wait_for(lambda: not JobRecord.objects.exists(), timeout=45, message="the collector")
     assert sum(MetricBucket.objects.filter(size=60).values_list("succeeded", flat=True)) == 20
-
-
-def test_a_busy_kinds_percentiles_come_from_a_sample_and_its_counts_stay_exact(
-    conninfo: str,
-) -> None:
-    minute = (database_now() - timedelta(minutes=3)).replace(second=0, microsecond=0)
-    rng = random.Random(13)
-    records = [
-        record(minute + timedelta(seconds=rng.uniform(0, 59)), queue="a", wait=rng.uniform(0, 9))
-        for _ in range(400)
-    ]
-    JobRecord.objects.bulk_create(records)
-    # Two minutes earlier the kind ended twice SAMPLED_ROWS jobs: every second id counts.
-    MetricBucket.objects.create(
-        size=60,
-        bucket=minute - timedelta(minutes=2),
-        queue="a",
-        kind="tests.noop",
-        succeeded=2 * sql.SAMPLED_ROWS,
-    )
-
-    run_service(conninfo, roll_up)
-
-    got = buckets(60)[(minute, "a", "tests.noop")]
-    sampled = [r for r in records if r.id % 2 == 0]
-    assert got["succeeded"] == len(records) and got["timed"] == len(records)
-    assert got["wait_sum"] == pytest.approx(sum(waits(records)))
-    assert got["wait_p50"] == pytest.approx(percentile_cont(waits(sampled), 0.5))
-    assert got["wait_p50"] != pytest.approx(percentile_cont(waits(records), 0.5))
-
-
-def waits(records: list[JobRecord]) -> list[float]:
-    return [(r.started_at - r.run_at).total_seconds() for r in records if r.started_at]
