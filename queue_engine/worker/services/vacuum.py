@@ -72,13 +72,12 @@ class LiveTableVacuum:
             row = await cur.fetchone()
             self.left = int(row[0] or 0) if row else 0
             self.vacuums += 1
+            log.debug("vacuumed the live job table in %.3f s", time.monotonic() - started)
         except psycopg.Error as exc:
             log.warning("vacuum of the live job table failed: %s", exc)
             await self.connection.lost(exc)
         finally:
-            took = time.monotonic() - started
-            self.not_before = time.monotonic() + SPACING * took
-            log.debug("vacuumed the live job table in %.3f s", took)
+            self.not_before = time.monotonic() + SPACING * (time.monotonic() - started)
 
     async def close(self) -> None:
         if self.task is not None:
