@@ -125,24 +125,32 @@ BUCKET_ORIGIN = "TIMESTAMPTZ '2000-01-01 00:00:00+00'"
 
 # A finished job's wait (from run_at to the start of its last attempt) and run (from
 # that start to its finish), in seconds; both NULL for a job that never started
-# (GREATEST alone would turn NULL into 0). Reads history rows' columns.
+# (GREATEST alone would turn NULL into 0). Reads history rows' columns. date_part, not
+# EXTRACT: EXTRACT of an interval is a numeric, whose arithmetic costs several times a
+# float's over a minute's million rows.
 WAIT_AND_RUN = """CASE WHEN started_at IS NOT NULL
-                THEN GREATEST(EXTRACT(epoch FROM started_at - run_at), 0)
-           END::float8 AS wait,
+                THEN GREATEST(date_part('epoch', started_at - run_at), 0)
+           END AS wait,
            CASE WHEN started_at IS NOT NULL
-                THEN GREATEST(EXTRACT(epoch FROM finished_at - started_at), 0)
-           END::float8 AS run"""
+                THEN GREATEST(date_part('epoch', finished_at - started_at), 0)
+           END AS run"""
 
-# A minute bucket's figures from its history rows (state, attempt, and WAIT_AND_RUN's
-# wait and run): succeeded, failed, cancelled, retried, timed, wait_sum, run_sum and
-# the wait and run percentiles, in the metric bucket's column order.
-MINUTE_FIGURES = """count(*) FILTER (WHERE state = 'succeeded'),
+# A minute bucket's counts and sums from its history rows (state, attempt, and
+# WAIT_AND_RUN's wait and run): succeeded, failed, cancelled, retried, timed, wait_sum
+# and run_sum, in the metric bucket's column order.
+MINUTE_COUNTS = """count(*) FILTER (WHERE state = 'succeeded'),
        count(*) FILTER (WHERE state = 'failed'),
        count(*) FILTER (WHERE state = 'cancelled'),
        COALESCE(sum(GREATEST(attempt - 1, 0)), 0),
        count(wait),
-       COALESCE(sum(wait), 0), COALESCE(sum(run), 0),
-       percentile_cont(0.5) WITHIN GROUP (ORDER BY wait),
+       COALESCE(sum(wait), 0), COALESCE(sum(run), 0)"""
+
+# The wait and run percentiles of a group of rows with WAIT_AND_RUN's columns.
+MINUTE_PERCENTILES = """percentile_cont(0.5) WITHIN GROUP (ORDER BY wait),
        percentile_cont(0.95) WITHIN GROUP (ORDER BY wait),
        percentile_cont(0.5) WITHIN GROUP (ORDER BY run),
        percentile_cont(0.95) WITHIN GROUP (ORDER BY run)"""
+
+# Both, in the metric bucket's column order.
+MINUTE_FIGURES = f"""{MINUTE_COUNTS},
+       {MINUTE_PERCENTILES}"""

@@ -1,6 +1,11 @@
 """Retention (deleting ended jobs past their window) and the metrics rollup."""
 
-from queue_engine.sql.fragments import BUCKET_ORIGIN, MINUTE_FIGURES, WAIT_AND_RUN
+from queue_engine.sql.fragments import (
+    BUCKET_ORIGIN,
+    MINUTE_COUNTS,
+    MINUTE_PERCENTILES,
+    WAIT_AND_RUN,
+)
 
 # Each queue's retention windows, in seconds per ended state.
 RETENTION_WINDOWS = """
@@ -81,20 +86,70 @@ DELETE FROM queue_engine_metricbucket
 """
 
 
-# Minute buckets recomputed from the history rows that finished in [start, end), with
-# the same arithmetic as the live tail of reads.SERIES (fragments.MINUTE_FIGURES).
-INSERT_MINUTE_BUCKETS = f"""
+# Minute buckets' counts and sums recomputed from the history rows that finished in
+# [start, end), with the same arithmetic as the live tail of reads.SERIES
+# (fragments.MINUTE_FIGURES); their percentiles come next (SET_MINUTE_PERCENTILES). One
+# minute at a time, grouped by queue and kind only: the planner knows those columns'
+# few values and groups in a small hash table. Grouped by a computed minute as well, it
+# expects a group per row and sorts every row instead, on disk at a high rate, while
+# the workers' commits wait on the same disk.
+INSERT_MINUTE_COUNTS = f"""
 INSERT INTO queue_engine_metricbucket
        (size, bucket, queue, kind, succeeded, failed, cancelled, retried, timed,
-        wait_sum, run_sum, wait_p50, wait_p95, run_p50, run_p95, rescued)
-SELECT 60, date_bin('1 minute', finished_at, {BUCKET_ORIGIN}), queue, kind,
-       {MINUTE_FIGURES},
-       count(*) FILTER (WHERE rescues > 0)
-  FROM (SELECT finished_at, queue, kind, state, attempt, rescues,
-               {WAIT_AND_RUN}
-          FROM queue_engine_jobrecord
-         WHERE finished_at >= %(start)s AND finished_at < %(end)s) r
- GROUP BY 2, 3, 4
+        wait_sum, run_sum, rescued)
+SELECT 60, m.minute, g.*
+  FROM generate_series(%(start)s::timestamptz, %(end)s::timestamptz - interval '1 minute',
+                       interval '1 minute') AS m(minute)
+ CROSS JOIN LATERAL (
+       SELECT queue, kind, {MINUTE_COUNTS}, count(*) FILTER (WHERE rescues > 0)
+         FROM (SELECT queue, kind, state, attempt, rescues,
+                      {WAIT_AND_RUN}
+                 FROM queue_engine_jobrecord
+                WHERE finished_at >= m.minute
+                  AND finished_at < m.minute + interval '1 minute') r
+        GROUP BY queue, kind) g
+RETURNING bucket, queue, kind, timed
+"""
+
+
+# The wait and run percentiles of the minute buckets in [start, end) that have timed
+# rows, from a sample of at most about rollup.SAMPLE rows each: a row is in it when a
+# hash of its id, in [0, 2^20), is below the bucket's `keep` (2^20 keeps every row, so
+# a bucket of up to SAMPLE rows has exact percentiles). Sorting a sample rather than
+# every row keeps a busy minute's pass short; the sample is the same at every pass.
+# `most`, the largest `keep`, drops most unsampled rows in the scan, before the join.
+# MATERIALIZED: computed once, whatever join the planner picks for the UPDATE (with
+# stale statistics it expects one row and would repeat the aggregate per bucket).
+SET_MINUTE_PERCENTILES = f"""
+WITH p (minute, queue, kind, wait_p50, wait_p95, run_p50, run_p95) AS MATERIALIZED (
+    SELECT s.minute, s.queue, s.kind, {MINUTE_PERCENTILES}
+      FROM (SELECT id, finished_at, queue, kind,
+                   {WAIT_AND_RUN}
+              FROM queue_engine_jobrecord
+             WHERE finished_at >= %(start)s AND finished_at < %(end)s
+               AND started_at IS NOT NULL
+               AND (hashint8(id) & 1048575) < %(most)s) r
+      JOIN unnest(%(minutes)s::timestamptz[], %(queues)s::varchar[],
+                  %(kinds)s::varchar[], %(keep)s::int[]) AS s(minute, queue, kind, keep)
+        ON s.minute = date_bin('1 minute', r.finished_at, {BUCKET_ORIGIN})
+       AND s.queue = r.queue AND s.kind = r.kind
+     WHERE (hashint8(r.id) & 1048575) < s.keep
+     GROUP BY 1, 2, 3
+)
+UPDATE queue_engine_metricbucket b
+   SET wait_p50 = p.wait_p50, wait_p95 = p.wait_p95, run_p50 = p.run_p50, run_p95 = p.run_p95
+  FROM p
+ WHERE b.size = 60 AND b.bucket = p.minute AND b.queue = p.queue AND b.kind = p.kind
+"""
+
+
+# Whether the history holds rows in [start, end) that its minute buckets do not count:
+# rows whose settle committed after the pass that counted their minute.
+UNCOUNTED_ROWS = """
+SELECT (SELECT count(*) FROM queue_engine_jobrecord
+         WHERE finished_at >= %(start)s AND finished_at < %(end)s)
+    <> (SELECT COALESCE(sum(succeeded + failed + cancelled), 0) FROM queue_engine_metricbucket
+         WHERE size = 60 AND bucket >= %(start)s AND bucket < %(end)s)
 """
 
 
@@ -151,7 +206,12 @@ SUMMARIZE_FINISHED = "SELECT brin_summarize_new_values('qe_rec_finished_brin'::r
 SUMMARIZE_LOCK_TIMEOUT = "SET LOCAL lock_timeout = '100ms'"
 
 
-# For the rollup's transaction: its sorts (a minute's rows, for the grouping and the
-# percentiles) in memory rather than in temporary files that compete with the commits'
-# WAL flushes, and no JIT compilation of its statements.
-ROLLUP_SETTINGS = ("SET LOCAL work_mem = '64MB'", "SET LOCAL jit = off")
+# For the rollup's transaction: its hash tables and the sorts of its samples in memory
+# rather than in temporary files that compete with the commits'
+# WAL flushes, no JIT compilation of its statements, and no parallel workers: a pass
+# takes at most one core from the workers, however much history it reads.
+ROLLUP_SETTINGS = (
+    "SET LOCAL work_mem = '64MB'",
+    "SET LOCAL jit = off",
+    "SET LOCAL max_parallel_workers_per_gather = 0",
+)
