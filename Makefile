@@ -8,7 +8,7 @@ PORT ?= 8000
 SCENARIO ?=
 PYTEST_ARGS ?=
 
-.PHONY: run demo test check bench install browser db-start db-stop clean
+.PHONY: run demo test check bench install browser pgbouncer db-start db-stop clean
 
 install: $(STAMP)
 
@@ -24,6 +24,13 @@ browser:
 		echo "installing chromium from Debian"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+# PgBouncer for the test that runs the console and the enqueue side through it, from Debian.
+pgbouncer:
+	@command -v pgbouncer >/dev/null 2>&1 || test -x /usr/sbin/pgbouncer || { \
+		echo "installing pgbouncer from Debian"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq pgbouncer >/dev/null; }
 
 # Starts the embedded Postgres unless DATABASE_URL points elsewhere.
 db-start: install
@@ -58,7 +65,7 @@ run: install db-start $(SETUP)
 	$(MAKE) --no-print-directory db-stop; \
 	exit $$status
 
-test: install browser db-start
+test: install browser pgbouncer db-start
 	@status=0; $(PY) -m pytest $(PYTEST_ARGS) || status=$$?; \
 	$(MAKE) --no-print-directory db-stop; \
 	if [ $$status = 5 ]; then echo "pytest ran no test: failing"; fi; \

@@ -3,6 +3,8 @@
 | variable              | default                          | meaning                                  |
 |-----------------------|----------------------------------|------------------------------------------|
 | DATABASE_URL          | embedded Postgres under .data/   | which Postgres to use                    |
+| DATABASE_DIRECT_URL   | (none)                           | set when DATABASE_URL is a transaction   |
+|                       |                                  | pooler: the same database without it     |
 | DJANGO_SECRET_KEY     | a development key                | Django's secret key                      |
 | DJANGO_DEBUG          | 0                                | Django's debug mode                      |
 | DJANGO_ALLOWED_HOSTS  | localhost,127.0.0.1              | comma separated                          |
@@ -128,7 +130,9 @@ TEMPLATES = [
 
 DATABASES: dict[str, dict[str, Any]] = {
     "default": database_config(
-        os.environ.get("DATABASE_URL"), pool=env_bool("JOBSITE_DB_POOL", False)
+        os.environ.get("DATABASE_URL"),
+        pool=env_bool("JOBSITE_DB_POOL", False),
+        direct_url=os.environ.get("DATABASE_DIRECT_URL"),
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

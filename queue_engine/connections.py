@@ -59,16 +59,25 @@ def prepared() -> bool | None:
     Django's own cursors bind on the client and prepare nothing: every INSERT is a new
     text for Postgres to parse and plan, about a quarter of a single enqueue's time.
     QUEUE_ENGINE['PREPARED_STATEMENTS'] = False is for poolers that cannot keep
-    prepared statements (PgBouncer in transaction mode before 1.21).
+    prepared statements (PgBouncer in transaction mode before 1.21); a DATABASE_URL
+    that is such a pooler (DATABASE_DIRECT_URL set) turns them off by itself.
     """
     from queue_engine.conf import option
 
+    if connection.settings_dict.get("DIRECT"):
+        return None  # a pooler in transaction mode (DATABASE_DIRECT_URL is set)
     return True if option("PREPARED_STATEMENTS") else None
 
 
-def conninfo(alias: str = "default", **overrides: Any) -> str:
-    """The libpq connection string of a Django database alias (the test database in tests)."""
+def conninfo(alias: str = "default", *, session: bool = False, **overrides: Any) -> str:
+    """The libpq connection string of a Django database alias (the test database in tests).
+
+    `session`: for a connection that needs a server session of its own (LISTEN, advisory
+    locks, prepared statements): DATABASE_DIRECT_URL's database when DATABASE_URL is a
+    pooler in transaction mode (jobsite.database)."""
     s = connections[alias].settings_dict
+    if session and s.get("DIRECT"):
+        s = s["DIRECT"]
     params: dict[str, Any] = {
         "dbname": s["NAME"],
         "user": s.get("USER") or None,

@@ -84,7 +84,7 @@ class Bridge:
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(
-                    conninfo(), autocommit=True
+                    conninfo(session=True), autocommit=True
                 ) as conn:
                     for statement in sql.LISTEN_CONSOLE:
                         await conn.execute(statement)

@@ -51,13 +51,27 @@ def time_limited() -> Iterator[None]:
 
 
 def limit_session() -> None:
-    """The timeout (and no JIT) for the rest of this connection's session: a console request."""
+    """The timeout (and no JIT) for the rest of this connection's session: a console request.
+
+    Not through a pooler in transaction mode (DATABASE_DIRECT_URL set): each statement
+    may go to another server connection, where a session setting would stay behind for
+    whoever gets that connection next. There, the reads under `time_limited` and the
+    live updates keep the timeout, and the README's production section says how to bound
+    the rest (the pooler's query_timeout, or the web role's statement_timeout)."""
+    if _pooled():
+        return
     with connection.cursor() as cursor:
         cursor.execute(sql.CONSOLE_SESSION, [milliseconds()])
 
 
 def reset_session() -> None:
     """The connection's own defaults back (it may go back to a pool)."""
+    if _pooled():
+        return
     with connection.cursor() as cursor:
         for statement in sql.CONSOLE_SESSION_RESET:
             cursor.execute(statement)
+
+
+def _pooled() -> bool:
+    return bool(connection.settings_dict.get("DIRECT"))

@@ -82,7 +82,7 @@ def run(options: dict[str, Any]) -> None:
         settings["CONN_HEALTH_CHECKS"] = True
     worker = Worker(
         WorkerOptions(
-            conninfo=conninfo(),
+            conninfo=conninfo(session=True),
             queues=split(options["queues"]),
             concurrency=options["concurrency"],
             labels=sorted(split(options["labels"])),

@@ -86,7 +86,7 @@ class StepWriter:
 
         from queue_engine.connections import conninfo
 
-        return psycopg.connect(conninfo(application_name="queue_engine steps"))
+        return psycopg.connect(conninfo(session=True, application_name="queue_engine steps"))
 
     @staticmethod
     def _write(conn: Any, batch: list[tuple[tuple[Any, ...], Future[bool]]]) -> None:

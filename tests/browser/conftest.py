@@ -44,7 +44,7 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, extra_env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp_path / "daphne.log"
@@ -56,6 +56,7 @@ class Server:
             PYTHONUNBUFFERED="1",
             JOBSITE_DB_POOL="1",
         )
+        env.update(extra_env or {})
         self.proc = subprocess.Popen(
             [
                 sys.executable,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from queue_engine.models import Job
@@ -173,3 +174,35 @@ def test_the_workers_page_shows_what_each_worker_runs_live(
     assert target.startswith("#busy-")
     assert "No job is running." in after
     assert not page.errors
+
+
+def test_a_page_served_by_one_daphne_follows_actions_taken_through_another(
+    new_page: Any, server: Server, tmp_path: Any
+) -> None:
+    # Each daphne process LISTENs on its own connection and relays the engine's NOTIFY
+    # hints to its own sockets: no channel layer joins the processes. The queue page's
+    # timer runs every 5 s, so three updates each within a second are the hints'.
+    from tests.support import jobs
+
+    jobs.noop.enqueue()  # creates the queue
+    (tmp_path / "second").mkdir()
+    other = Server(tmp_path / "second")
+    try:
+        operator = new_page("operator")  # logged in through the first process
+        watcher = new_page("viewer")
+        watcher.goto(f"{other.url}/queues/default/")
+        watcher.wait_for_selector("[data-live].on")
+        operator.goto(f"{server.url}/queues/default/")
+        delays = []
+        for button, badge in (("Pause", "paused"), ("Resume", "running"), ("Pause", "paused")):
+            operator.click(f"button:has-text('{button}')")
+            operator.wait_for_selector(f"#queue-badge .s-{badge}")
+            acted = time.monotonic()
+            watcher.wait_for_selector(f"#queue-badge .s-{badge}", timeout=3000)
+            delays.append(time.monotonic() - acted)
+        screenshot(watcher, "second-daphne-follows")
+    finally:
+        other.stop()
+
+    assert max(delays) < 1.0, f"the other process's page followed after {delays}"
+    assert not operator.errors and not watcher.errors
