@@ -18,6 +18,8 @@
 | CONSOLE_MASKED_KEYS      | ["password", "token", "secret", "key", "auth", ...] | the console masks values whose key contains one of these words (any case) |
 | CONSOLE_STATEMENT_TIMEOUT | 3          | seconds a console or tracking query may run before the page asks to narrow the filter |
 | SCHEDULES                | {}           | recurring jobs declared when a worker starts (below)      |
+| HEALTH_XMIN_AGE          | 60           | seconds after which an open transaction (or prepared one, or a replication slot) that holds back vacuum is named on the overview |
+| HEALTH_DEAD_ROWS         | 100000       | dead rows in the live job table (and more than its live ones) from which the overview warns |
 | METRICS_TOKEN            | None         | set: GET /metrics answers Prometheus, to requests that send `Authorization: Bearer <token>`; unset: /metrics is off (404) |
 
 SCHEDULES maps a unique name to a schedule, declared idempotently by every
@@ -100,6 +102,8 @@ DEFAULTS: dict[str, Any] = {
     "CONSOLE_STATEMENT_TIMEOUT": 3,
     "SCHEDULES": {},
     "METRICS_TOKEN": None,
+    "HEALTH_XMIN_AGE": 60,
+    "HEALTH_DEAD_ROWS": 100_000,
 }
 
 

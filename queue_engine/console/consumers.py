@@ -208,7 +208,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
 
 
 class OverviewConsumer(LiveConsumer):
-    slow_every = 10.0  # seconds between recomputing the sparklines and failure groups
+    slow_every = 10.0  # seconds between recomputing the sparklines, failures and health
     slow_at = 0.0
     trends: dict[str, Trend] | None = None
 
@@ -223,7 +223,7 @@ class OverviewConsumer(LiveConsumer):
         parts = ["summary", "queues"]
         if slow:
             self.slow_at, self.trends = now, context["trends"]
-            parts.append("failures")
+            parts += ["failures", "health"]
         return "".join(self.fragment(f"console/overview.html#{p}", context) for p in parts)
 
 

@@ -1,6 +1,7 @@
 """What GET /metrics reads besides the console's queue counts: the rollup's last complete
-minutes, the rollup's watermark, and whether some session holds the leader's lock. Each is
-an index range or a catalog read, so a scrape costs the same whatever the history holds."""
+minutes, the rollup's watermark, whether some session holds the leader's lock, and what
+holds vacuum back (the overview shows it too). Each is an index range or a catalog read,
+so a scrape costs the same whatever the history holds."""
 
 from __future__ import annotations
 
@@ -42,4 +43,33 @@ SELECT EXISTS (
      WHERE locktype = 'advisory' AND granted AND objsubid = 1
        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
        AND classid::bigint = %(high)s AND objid::bigint = %(low)s)
+"""
+
+
+# What keeps vacuum from removing this database's dead rows (the live job table's
+# among them) for longer than %(after)s seconds: sessions whose snapshot or transaction
+# is that old (a report, a stuck migration, a session idle in transaction), prepared
+# transactions, and replication slots that hold an xmin. Oldest first. Another role's
+# sessions show only with pg_read_all_stats (pg_monitor): without it their xmin is NULL.
+HORIZON_HOLDERS = """
+SELECT * FROM (
+    SELECT pid, application_name, state,
+           now() - COALESCE(xact_start, query_start, backend_start) AS age, 'session'
+      FROM pg_stat_activity
+     WHERE backend_xmin IS NOT NULL AND pid <> pg_backend_pid()
+       AND datname = current_database()
+       AND COALESCE(xact_start, query_start, backend_start)
+           < now() - make_interval(secs => %(after)s)
+    UNION ALL
+    SELECT NULL, gid, 'prepared', now() - prepared, 'prepared transaction'
+      FROM pg_prepared_xacts
+     WHERE database = current_database() AND prepared < now() - make_interval(secs => %(after)s)
+    UNION ALL
+    SELECT NULL, slot_name, CASE WHEN active THEN 'active' ELSE 'inactive' END, NULL,
+           'replication slot'
+      FROM pg_replication_slots
+     WHERE xmin IS NOT NULL AND (database IS NULL OR database = current_database())
+) holders
+ORDER BY age DESC NULLS LAST
+LIMIT 5
 """

@@ -95,3 +95,26 @@ def test_the_leader_gauge_follows_the_lock(metrics_on: None, conninfo: str) -> N
     released = samples(scrape())[("queue_engine_leader", ())]
 
     assert (held, released) == (1, 0)
+
+
+def test_a_transaction_that_holds_back_vacuum_is_named_on_the_overview_and_scraped(
+    metrics_on: None, settings: Any, conninfo: str, viewer: Any
+) -> None:
+    settings.QUEUE_ENGINE = {**settings.QUEUE_ENGINE, "HEALTH_XMIN_AGE": 1}
+    before = viewer.get("/").content.decode()
+    with psycopg.connect(conninfo, application_name="nightly report") as report:
+        report.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        report.execute("SELECT count(*) FROM queue_engine_job").fetchone()
+        pid = report.info.backend_pid
+        report.execute("SELECT pg_sleep(1.2)")  # past HEALTH_XMIN_AGE, snapshot held
+        during = viewer.get("/").content.decode()
+        held = samples(scrape())[("queue_engine_oldest_xmin_holder_seconds", ())]
+        report.rollback()
+        released = samples(scrape())[("queue_engine_oldest_xmin_holder_seconds", ())]
+
+    assert "Vacuum is held back" not in before
+    assert "Vacuum is held back" in during
+    assert f'pid <span class="mono">{pid}</span> <span class="mono">nightly report</span>' in during
+    assert "idle in transaction" in during or "active" in during
+    assert held >= 1.0 and released == 0.0
+    assert ("queue_engine_live_table_dead_rows", ()) in samples(scrape())

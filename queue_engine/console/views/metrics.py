@@ -36,6 +36,7 @@ class EngineCollector:
             yield from self.queues()
             yield from self.recent()
             yield from self.workers()
+            yield from self.health()
 
     def queues(self) -> Iterator[Metric]:
         jobs = GaugeMetricFamily(
@@ -148,6 +149,20 @@ class EngineCollector:
             "queue_engine_leader",
             "1 while a worker holds the leader's lock (schedules, rescues, rollups, pruning).",
             1 if held else 0,
+        )
+
+    def health(self) -> Iterator[Metric]:
+        health = reads.vacuum_health()
+        yield gauge(
+            "queue_engine_oldest_xmin_holder_seconds",
+            "Age of the oldest transaction (or prepared one) holding back vacuum, past "
+            "HEALTH_XMIN_AGE; 0 when none.",
+            health.oldest.total_seconds(),
+        )
+        yield gauge(
+            "queue_engine_live_table_dead_rows",
+            "Dead rows in the live job table, which every claim steps over until a vacuum.",
+            health.dead_rows,
         )
 
 

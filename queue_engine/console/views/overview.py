@@ -13,7 +13,8 @@ from queue_engine.console.access import viewer_required
 def overview_context(
     trends: dict[str, charts.Trend] | None = None, failures: bool = True
 ) -> dict[str, Any]:
-    """Everything the overview shows; the live socket passes cached trends and skips failures."""
+    """Everything the overview shows; the live socket passes cached trends and skips
+    failures and the database's health between its slow refreshes."""
     queues = reads.queue_stats()
     return {
         "queues": queues,
@@ -25,6 +26,7 @@ def overview_context(
         "workers": reads.alive_workers(),
         "paused_kinds": ops.paused_kinds(),
         "failures": reads.recent_failures() if failures else [],
+        "health": reads.vacuum_health() if failures else None,
         "trends": trends if trends is not None else charts.queue_trends([q.name for q in queues]),
     }
 
