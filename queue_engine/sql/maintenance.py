@@ -143,6 +143,58 @@ UPDATE queue_engine_metricbucket b
 """
 
 
+# The rollup's steady pass reads a minute in slices (worker/services/rollup_slices.py):
+# a slice's counts and sums per queue and kind, as INSERT_MINUTE_COUNTS computes them;
+SLICE_COUNTS = f"""
+SELECT queue, kind, {MINUTE_COUNTS}, count(*) FILTER (WHERE rescues > 0)
+  FROM (SELECT queue, kind, state, attempt, rescues,
+               {WAIT_AND_RUN}
+          FROM queue_engine_jobrecord
+         WHERE finished_at >= %(start)s AND finished_at < %(end)s) r
+ GROUP BY queue, kind
+"""
+
+
+# ... the wait and run of a slice's rows that may be in a bucket's sample (the row hash
+# below the largest `keep`: SET_MINUTE_PERCENTILES);
+SLICE_SAMPLE = f"""
+SELECT queue, kind, hashint8(id) & 1048575,
+       {WAIT_AND_RUN}
+  FROM queue_engine_jobrecord
+ WHERE finished_at >= %(start)s AND finished_at < %(end)s
+   AND started_at IS NOT NULL
+   AND (hashint8(id) & 1048575) < %(most)s
+"""
+
+
+# ... and a slice's rows, counted.
+SLICE_ROWS = """
+SELECT count(*) FROM queue_engine_jobrecord
+ WHERE finished_at >= %(start)s AND finished_at < %(end)s
+"""
+
+
+# Minute buckets computed by the slices, written in one statement.
+INSERT_MINUTE_FIGURES = """
+INSERT INTO queue_engine_metricbucket
+       (size, bucket, queue, kind, succeeded, failed, cancelled, retried, timed,
+        wait_sum, run_sum, wait_p50, wait_p95, run_p50, run_p95, rescued)
+SELECT 60, * FROM unnest(
+       %(bucket)s::timestamptz[], %(queue)s::varchar[], %(kind)s::varchar[],
+       %(succeeded)s::int[], %(failed)s::int[], %(cancelled)s::int[], %(retried)s::int[],
+       %(timed)s::int[], %(wait_sum)s::float8[], %(run_sum)s::float8[],
+       %(wait_p50)s::float8[], %(wait_p95)s::float8[], %(run_p50)s::float8[],
+       %(run_p95)s::float8[], %(rescued)s::int[])
+"""
+
+
+# The minute buckets' rows in [start, end).
+COUNTED_ROWS = """
+SELECT COALESCE(sum(succeeded + failed + cancelled), 0) FROM queue_engine_metricbucket
+ WHERE size = 60 AND bucket >= %(start)s AND bucket < %(end)s
+"""
+
+
 # Whether the history holds rows in [start, end) that its minute buckets do not count:
 # rows whose settle committed after the pass that counted their minute.
 UNCOUNTED_ROWS = """

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from itertools import count
 from typing import Any
 
+import psycopg
 import pytest
 from django.db import connection
 
@@ -19,7 +22,7 @@ from queue_engine.models import (
     QueueConfig,
     RollupState,
 )
-from queue_engine.worker.services import delete_expired, roll_up, rollup
+from queue_engine.worker.services import Rollup, delete_expired, roll_up, rollup, rollup_slices
 from queue_engine.worker.services.retention import Swept
 from tests.support.services import run_service
 from tests.support.workers import Workers, wait_for
@@ -313,11 +316,16 @@ def test_the_rollup_matches_the_raw_rows(conninfo: str) -> None:
     assert now - timedelta(minutes=1) - rollup.SETTLED <= watermark <= now - rollup.SETTLED
 
 
+@pytest.mark.parametrize("pace", [False, True], ids=["one statement", "paced slices"])
 def test_a_busy_minutes_percentiles_come_from_a_sample_and_its_counts_from_every_row(
-    conninfo: str, monkeypatch: pytest.MonkeyPatch
+    conninfo: str, monkeypatch: pytest.MonkeyPatch, pace: bool
 ) -> None:
     monkeypatch.setattr(rollup, "SAMPLE", 2000)
+    monkeypatch.setattr(rollup_slices, "PAUSE", 0.0)
+    monkeypatch.setattr(rollup, "PACED_SPAN", timedelta(minutes=10))
     minute = (database_now() - timedelta(minutes=3)).replace(second=0, microsecond=0)
+    if pace:  # caught up to that minute: the next pass is a paced one
+        rolled_up_to(minute)
     rng = random.Random(13)
     busy = [
         record(
@@ -331,7 +339,7 @@ def test_a_busy_minutes_percentiles_come_from_a_sample_and_its_counts_from_every
     quiet = random_records(minute + timedelta(seconds=59), 300, rng, span=timedelta(seconds=50))
     JobRecord.objects.bulk_create(busy + quiet)
 
-    run_service(conninfo, roll_up)
+    run_service(conninfo, roll_up, pace=pace)
 
     rolled = buckets(60)
     expected = expected_minutes(busy + quiet)
@@ -395,6 +403,66 @@ def test_the_rollup_is_incremental_and_counts_late_rows_once(conninfo: str) -> N
     assert sum(
         b["succeeded"] + b["failed"] + b["cancelled"] for b in buckets(3600).values()
     ) == len(counted)
+
+
+def test_a_paced_pass_counts_what_the_one_statement_pass_counts_and_late_rows_once(
+    conninfo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rollup_slices, "PAUSE", 0.0)
+    monkeypatch.setattr(rollup, "PACED_SPAN", timedelta(minutes=10))
+    rng = random.Random(17)
+    records = random_records(database_now(), 600, rng, span=timedelta(minutes=6))
+    JobRecord.objects.bulk_create(records)
+    run_service(conninfo, roll_up)
+    watermark = watermark_now()
+    whole = buckets(60)
+
+    late = [record(watermark - timedelta(seconds=20), queue="a", kind="tests.add")]
+    JobRecord.objects.bulk_create(late)
+    # As if the last three minutes had not been rolled up: a paced pass computes them,
+    # and the minute before them again, for its late row.
+    RollupState.objects.update(rolled_up_to=watermark - timedelta(minutes=3))
+    MetricBucket.objects.filter(bucket__gte=watermark - timedelta(minutes=3)).delete()
+    paced = run_service(conninfo, roll_up, pace=True)
+
+    counted = closed(records + late, watermark_now())
+    assert paced.rolled_up_to == watermark_now() >= watermark
+    assert buckets(60) == expected_minutes(counted)
+    assert set(buckets(60)) == set(whole) | {(watermark - timedelta(minutes=1), "a", "tests.add")}
+    assert sum(
+        b["succeeded"] + b["failed"] + b["cancelled"] for b in buckets(3600).values()
+    ) == len(counted)
+
+
+def test_the_leaders_rollup_catches_up_inline_then_paces_in_the_background(
+    conninfo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rollup_slices, "PAUSE", 0.0)
+    records = random_records(database_now(), 300, random.Random(19), span=timedelta(minutes=10))
+    JobRecord.objects.bulk_create(records)
+    calls: list[Any] = []
+
+    async def leader() -> None:
+        service = Rollup(conninfo)
+        conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+        try:
+            calls.append(await service(conn))  # no watermark yet: inline, on this connection
+            calls.append(service.task)
+            await conn.execute(
+                "UPDATE queue_engine_rollupstate SET rolled_up_to = rolled_up_to - interval '1 minute'"
+            )
+            calls.append(await service(conn))  # one minute behind: paced, in the background
+            assert service.task is not None
+            await service.task
+        finally:
+            await service.close()
+            await conn.close()
+
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        thread.submit(asyncio.run, leader()).result()
+
+    assert isinstance(calls[0], rollup.RolledUp) and calls[1] is None and calls[2] is None
+    assert buckets(60) == expected_minutes(closed(records, watermark_now()))
 
 
 def test_a_first_rollup_over_a_long_history_goes_in_hour_chunks(conninfo: str) -> None:

@@ -22,7 +22,7 @@ from queue_engine.worker.services.flow_countdown import finish_countdowns
 from queue_engine.worker.services.promoter import promote_due
 from queue_engine.worker.services.rescuer import rescue_expired
 from queue_engine.worker.services.retention import Swept, delete_expired
-from queue_engine.worker.services.rollup import roll_up
+from queue_engine.worker.services.rollup import Rollup, roll_up
 from queue_engine.worker.services.scheduler import fire_due_schedules
 from queue_engine.worker.services.stale_workers import sweep_stale_workers
 from queue_engine.worker.services.vacuum import CHECK_INTERVAL as VACUUM_CHECK_INTERVAL
@@ -86,7 +86,7 @@ def leader_services(*, conninfo: str, max_rescues: int, flow_chunk: int) -> list
         Every(SWEEP_INTERVAL, sweep_stale_workers),
         Every(SWEEP_INTERVAL, prune_claim_log),
         Every(SCHEDULE_INTERVAL, fire_due_schedules),
-        Every(ROLLUP_INTERVAL, roll_up),
+        Every(ROLLUP_INTERVAL, Rollup(conninfo)),
         Every(RETENTION_INTERVAL, partial(delete_expired, swept=Swept())),
         Every(VACUUM_CHECK_INTERVAL, LiveTableVacuum(conninfo)),
     ]
@@ -95,6 +95,7 @@ def leader_services(*, conninfo: str, max_rescues: int, flow_chunk: int) -> list
 __all__ = [
     "Every",
     "LiveTableVacuum",
+    "Rollup",
     "delete_expired",
     "fire_due_schedules",
     "leader_services",

@@ -18,14 +18,20 @@ take well under a second.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import psycopg
 
 from queue_engine import sql
+from queue_engine.sql.reads import ROLLED_UP_TO as WATERMARK_AND_NOW
+from queue_engine.worker.services import rollup_slices
+from queue_engine.worker.store import Connection
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -46,6 +52,8 @@ PRUNE_BATCH = 5000
 # this size is within a few tenths of a percentile point of the whole minute's.
 SAMPLE = 10_000
 SAMPLE_SPACE = 1 << 20  # the range of the row hash sql.SET_MINUTE_PERCENTILES samples by
+PACED_SPAN = timedelta(minutes=2)  # a pass this short may be paced (Rollup)
+PACED_BUDGET = 60.0  # seconds a paced call may go on (in the background)
 
 
 @dataclass(frozen=True)
@@ -55,14 +63,19 @@ class RolledUp:
     more: bool
 
 
-async def roll_up(conn: psycopg.AsyncConnection, *, budget: float = TIME_BUDGET) -> RolledUp:
+async def roll_up(
+    conn: psycopg.AsyncConnection, *, budget: float = TIME_BUDGET, pace: bool = False
+) -> RolledUp:
+    """Passes until caught up or past `budget` seconds. With `pace`, a pass of at most
+    PACED_SPAN reads its minutes a slice at a time (rollup_slices), for a connection
+    of the rollup's own: a paced pass takes seconds."""
     deadline = time.monotonic() + budget
     await conn.execute(sql.ENSURE_ROLLUP_STATE)
     await summarize_new_history(conn)
     passes, chunk = 0, CHUNK
     while True:
         started = time.monotonic()
-        watermark, caught_up = await _one_pass(conn, chunk)
+        watermark, caught_up = await _one_pass(conn, chunk, pace=pace)
         passes += 1
         took = time.monotonic() - started
         if took < FAST_PASS:
@@ -77,8 +90,15 @@ async def roll_up(conn: psycopg.AsyncConnection, *, budget: float = TIME_BUDGET)
 
 
 async def _one_pass(
-    conn: psycopg.AsyncConnection, chunk: timedelta
+    conn: psycopg.AsyncConnection, chunk: timedelta, *, pace: bool = False
 ) -> tuple[datetime | None, bool]:
+    if pace:
+        cur = await conn.execute(WATERMARK_AND_NOW)
+        row = await cur.fetchone()
+        if row is not None and row[0] is not None:
+            watermark, closed = row[0], _minute(row[1] - SETTLED)
+            if watermark < closed <= watermark + PACED_SPAN:
+                return await _paced_pass(conn, watermark, closed)
     async with conn.transaction():
         for setting in sql.ROLLUP_SETTINGS:
             await conn.execute(setting)
@@ -111,6 +131,117 @@ async def _one_pass(
         await conn.execute(sql.INSERT_HOUR_BUCKETS, hours)
         await conn.execute(sql.SET_ROLLED_UP_TO, [end])
     return end, end >= closed
+
+
+async def _paced_pass(
+    conn: psycopg.AsyncConnection, watermark: datetime, closed: datetime
+) -> tuple[datetime | None, bool]:
+    """The minutes from the watermark to `closed` (and the one before the watermark, when
+    its rows changed), read in slices outside any transaction, then written with the
+    watermark in one short one, unless another pass moved the watermark meanwhile."""
+    start, before = watermark, watermark - LATE_MARGIN
+    cur = await conn.execute(sql.COUNTED_ROWS, {"start": before, "end": watermark})
+    counted = int((await cur.fetchone() or (0,))[0])
+    if await rollup_slices.count_rows(conn, before, watermark) != counted:
+        start = before
+    figures = await rollup_slices.read_minutes(
+        conn, start, closed, sample=SAMPLE, space=SAMPLE_SPACE
+    )
+    async with conn.transaction():
+        cur = await conn.execute(sql.LOCK_ROLLUP_STATE)
+        row = await cur.fetchone()
+        if row is None or row[0] != watermark:
+            return (row[0] if row else None), False
+        await conn.execute(sql.DELETE_BUCKETS, {"size": 60, "start": start, "end": closed})
+        if figures:
+            await conn.execute(sql.INSERT_MINUTE_FIGURES, _columns(figures))
+        hours = {"size": 3600, "start": start.replace(minute=0), "end": closed}
+        await conn.execute(sql.DELETE_BUCKETS, hours)
+        await conn.execute(sql.INSERT_HOUR_BUCKETS, hours)
+        await conn.execute(sql.SET_ROLLED_UP_TO, [closed])
+    return closed, True
+
+
+def _columns(figures: dict[rollup_slices.Key, rollup_slices.Figures]) -> dict[str, list[Any]]:
+    """INSERT_MINUTE_FIGURES's parameters: one list per column."""
+    percentile = rollup_slices.percentile_cont
+    rows = [
+        (
+            minute,
+            queue,
+            kind,
+            f.succeeded,
+            f.failed,
+            f.cancelled,
+            f.retried,
+            f.timed,
+            f.wait_sum,
+            f.run_sum,
+            percentile(f.waits, 0.5),
+            percentile(f.waits, 0.95),
+            percentile(f.runs, 0.5),
+            percentile(f.runs, 0.95),
+            f.rescued,
+        )
+        for (minute, queue, kind), f in figures.items()
+    ]
+    names = [
+        "bucket",
+        "queue",
+        "kind",
+        "succeeded",
+        "failed",
+        "cancelled",
+        "retried",
+        "timed",
+        "wait_sum",
+        "run_sum",
+        "wait_p50",
+        "wait_p95",
+        "run_p50",
+        "run_p95",
+        "rescued",
+    ]
+    return {name: list(values) for name, values in zip(names, zip(*rows, strict=True), strict=True)}
+
+
+class Rollup:
+    """The leader's rollup service. Catching up (a first rollup, or after the leader was
+    away) runs on the leader's connection in budgeted passes, as `roll_up` does; once
+    caught up, each pass is paced (rollup_slices) and runs in the background on a
+    connection of its own, so that the leader's other services (promotion every half
+    second) never wait for it."""
+
+    def __init__(self, conninfo: str) -> None:
+        self.connection = Connection(conninfo, "rollup")
+        self.task: asyncio.Task[None] | None = None
+
+    async def __call__(self, conn: psycopg.AsyncConnection) -> RolledUp | None:
+        if self.task is not None and not self.task.done():
+            return None
+        cur = await conn.execute(WATERMARK_AND_NOW)
+        row = await cur.fetchone()
+        if row is not None and row[0] is not None:
+            watermark, now = row
+            if _minute(now - SETTLED) - watermark <= PACED_SPAN:
+                self.task = asyncio.create_task(self.paced(), name="queue_engine rollup")
+                return None
+        return await roll_up(conn)
+
+    async def paced(self) -> None:
+        try:
+            conn = await self.connection.get()
+            await roll_up(conn, pace=True, budget=PACED_BUDGET)
+        except psycopg.Error as exc:
+            log.warning("metrics rollup failed: %s", exc)
+            await self.connection.lost(exc)
+
+    async def close(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.task
+        await self.connection.close()
 
 
 async def _minute_buckets(conn: psycopg.AsyncConnection, start: datetime, end: datetime) -> None:
