@@ -26,6 +26,7 @@ SCENARIOS: dict[str, str] = {
     "steady": "bench.scenarios.steady",
     "backlog": "bench.scenarios.backlog",
     "drain_rtt": "bench.scenarios.drain_rtt",
+    "pinned_snapshot": "bench.scenarios.pinned_snapshot",
 }
 
 
