@@ -27,6 +27,7 @@ SCENARIOS: dict[str, str] = {
     "backlog": "bench.scenarios.backlog",
     "drain_rtt": "bench.scenarios.drain_rtt",
     "pinned_snapshot": "bench.scenarios.pinned_snapshot",
+    "many_workers": "bench.scenarios.many_workers",
 }
 
 

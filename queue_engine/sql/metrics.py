@@ -1,7 +1,7 @@
 """What GET /metrics reads besides the console's queue counts: the rollup's last complete
-minutes, the rollup's watermark, whether some session holds the leader's lock, and what
-holds vacuum back (the overview shows it too). Each is an index range or a catalog read,
-so a scrape costs the same whatever the history holds."""
+minutes (which end at its watermark, reads.ROLLED_UP_TO), whether some session holds the
+leader's lock, and what holds vacuum back (the overview shows it too). Each is an index
+range or a catalog read, so a scrape costs the same whatever the history holds."""
 
 from __future__ import annotations
 
@@ -27,10 +27,6 @@ SELECT queue,
  WHERE size = 60 AND bucket >= %(start)s AND bucket < %(end)s
  GROUP BY queue
 """
-
-
-# How far the rollup has got: buckets before it are complete.
-ROLLED_UP_TO = "SELECT rolled_up_to FROM queue_engine_rollupstate WHERE name = 'metrics'"
 
 
 # Whether a session holds the leader's advisory lock in this database (advisory locks

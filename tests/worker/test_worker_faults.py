@@ -290,6 +290,9 @@ def engine_backends(cursor: Any) -> list[str]:
 
 # Every connection one worker process with --concurrency > 1 holds (two claim lanes).
 PURPOSES = ["claimer", "claimer-1", "heartbeat", "listener", "leader"]
+# Opened when first needed, then kept: the leader's paced rollup and its vacuum, and the
+# fan-out countdown's.
+ON_DEMAND = {"rollup", "vacuum", "releaser"}
 
 
 def all_connected(cursor: Any) -> bool:
@@ -548,7 +551,8 @@ def test_work_resumes_at_once_after_its_connections_are_terminated(workers: Work
             killed = time.monotonic()
             job_id = jobs.async_noop.enqueue().id
             recoveries.append(seconds_to_success(cursor, job_id, killed))
-            assert {h.removeprefix("queue_engine ") for h in hit} == set(PURPOSES)
+            purposes = {h.removeprefix("queue_engine ") for h in hit}
+            assert set(PURPOSES) <= purposes <= set(PURPOSES) | ON_DEMAND, purposes
     print(f"after its worker's connections were terminated, a job ran in {recoveries}s")
 
     assert max(recoveries) < RECOVERY, recoveries

@@ -29,7 +29,6 @@ from typing import Any
 import psycopg
 
 from queue_engine import sql
-from queue_engine.sql.reads import ROLLED_UP_TO as WATERMARK_AND_NOW
 from queue_engine.worker.services import rollup_slices
 from queue_engine.worker.store import Connection
 
@@ -93,7 +92,7 @@ async def _one_pass(
     conn: psycopg.AsyncConnection, chunk: timedelta, *, pace: bool = False
 ) -> tuple[datetime | None, bool]:
     if pace:
-        cur = await conn.execute(WATERMARK_AND_NOW)
+        cur = await conn.execute(sql.ROLLED_UP_TO)
         row = await cur.fetchone()
         if row is not None and row[0] is not None:
             watermark, closed = row[0], _minute(row[1] - SETTLED)
@@ -219,7 +218,7 @@ class Rollup:
     async def __call__(self, conn: psycopg.AsyncConnection) -> RolledUp | None:
         if self.task is not None and not self.task.done():
             return None
-        cur = await conn.execute(WATERMARK_AND_NOW)
+        cur = await conn.execute(sql.ROLLED_UP_TO)
         row = await cur.fetchone()
         if row is not None and row[0] is not None:
             watermark, now = row
