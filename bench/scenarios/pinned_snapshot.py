@@ -30,22 +30,25 @@ from typing import Any
 
 import psycopg
 
-from bench.harness import BenchEnv, log, per_second
-from bench.jobs import ASYNC_KIND, QUEUE
-from bench.scenarios.steady import BY_ENQUEUE_SECOND, BY_FINISH_SECOND, START, per_second_series
+from bench.harness import BenchEnv, log
+from bench.jobs import QUEUE
+from bench.scenarios.steady import (
+    BY_ENQUEUE_SECOND,
+    BY_FINISH_SECOND,
+    START,
+    per_second_series,
+    producer_rate,
+)
 from bench.scenarios.steady import produce as produce_steady
 from bench.workers import (
     COUNT_RECORDS,
     configure_queue,
-    fill_ours,
     fleet,
-    ours_timed,
     wait_until,
 )
 
 NAME = "pinned_snapshot"
 PROCESSES = 2
-DRAIN_N = 20_000
 WARMUP = 5.0  # seconds not counted at the start
 BEFORE = 40.0  # seconds of load before the pin
 PINNED = 90.0  # seconds the snapshot is held
@@ -69,15 +72,7 @@ DEAD_ROWS = "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'queue_e
 def run(env: BenchEnv) -> list[dict[str, Any]]:
     pinned = env.duration or PINNED
     with fleet(env, QUEUE, processes=PROCESSES) as workers:
-        if env.rate is None:
-            seconds = []
-            for rep in range(env.repeats):
-                env.truncate()
-                seconds.append(ours_timed(env, workers, fill_ours(DRAIN_N, ASYNC_KIND))(rep))
-            drain_rate = statistics.median(per_second(DRAIN_N, seconds))
-            rate, how = drain_rate / 2, f"half the same-run drain ({drain_rate:,.0f} jobs/s)"
-        else:
-            drain_rate, rate, how = None, env.rate, "--rate"
+        rate, how, drain_rate = producer_rate(env, workers)
         runs = [one_run(env, rate, pinned) for _ in range(env.repeats)]
         env.truncate()
     median = statistics.median

@@ -37,6 +37,7 @@ from bench.jobs import ASYNC_KIND, QUEUE, async_noop
 from bench.workers import (
     CONCURRENCY,
     COUNT_RECORDS,
+    Fleet,
     configure_queue,
     fill_ours,
     fleet,
@@ -110,15 +111,7 @@ class Run:
 def run(env: BenchEnv) -> list[dict[str, Any]]:
     duration = env.duration or DURATION
     with fleet(env, QUEUE, processes=PROCESSES) as workers:
-        if env.rate is None:
-            seconds = []
-            for rep in range(env.repeats):
-                env.truncate()
-                seconds.append(ours_timed(env, workers, fill_ours(DRAIN_N, ASYNC_KIND))(rep))
-            drain_rate = statistics.median(per_second(DRAIN_N, seconds))
-            rate, how = drain_rate / 2, f"half the same-run drain ({drain_rate:,.0f} jobs/s)"
-        else:
-            drain_rate, rate, how = None, env.rate, "--rate"
+        rate, how, drain_rate = producer_rate(env, workers)
         rows = []
         for load, target_p99, target_gap, load_rate, load_how in (
             ("half_drain", TARGET_P99, TARGET_GAP, rate, how),
@@ -128,6 +121,19 @@ def run(env: BenchEnv) -> list[dict[str, Any]]:
             rows.append(result(env, runs, load, load_how, target_p99, target_gap, drain_rate))
         env.truncate()
     return rows
+
+
+def producer_rate(env: BenchEnv, workers: Fleet) -> tuple[float, str, float | None]:
+    """`--rate`, or half of this fleet's drain of DRAIN_N queued jobs (the median of
+    `--repeats` timings): the rate, how it was chosen, and the drain rate."""
+    if env.rate is not None:
+        return env.rate, "--rate", None
+    seconds = []
+    for rep in range(env.repeats):
+        env.truncate()
+        seconds.append(ours_timed(env, workers, fill_ours(DRAIN_N, ASYNC_KIND))(rep))
+    drain_rate = statistics.median(per_second(DRAIN_N, seconds))
+    return drain_rate / 2, f"half the same-run drain ({drain_rate:,.0f} jobs/s)", drain_rate
 
 
 def one_run(env: BenchEnv, rate: float, duration: float) -> Run:

@@ -86,6 +86,17 @@ DELETE FROM queue_engine_metricbucket
 """
 
 
+def _group_counts(start: str, end: str) -> str:
+    """The counts and sums per queue and kind of the history rows that finished in
+    [start, end) (SQL expressions), in the metric bucket's column order."""
+    return f"""SELECT queue, kind, {MINUTE_COUNTS}, count(*) FILTER (WHERE rescues > 0)
+  FROM (SELECT queue, kind, state, attempt, rescues,
+               {WAIT_AND_RUN}
+          FROM queue_engine_jobrecord
+         WHERE finished_at >= {start} AND finished_at < {end}) r
+ GROUP BY queue, kind"""
+
+
 # Minute buckets' counts and sums recomputed from the history rows that finished in
 # [start, end), with the same arithmetic as the live tail of reads.SERIES
 # (fragments.MINUTE_FIGURES); their percentiles come next (SET_MINUTE_PERCENTILES). One
@@ -100,14 +111,7 @@ INSERT INTO queue_engine_metricbucket
 SELECT 60, m.minute, g.*
   FROM generate_series(%(start)s::timestamptz, %(end)s::timestamptz - interval '1 minute',
                        interval '1 minute') AS m(minute)
- CROSS JOIN LATERAL (
-       SELECT queue, kind, {MINUTE_COUNTS}, count(*) FILTER (WHERE rescues > 0)
-         FROM (SELECT queue, kind, state, attempt, rescues,
-                      {WAIT_AND_RUN}
-                 FROM queue_engine_jobrecord
-                WHERE finished_at >= m.minute
-                  AND finished_at < m.minute + interval '1 minute') r
-        GROUP BY queue, kind) g
+ CROSS JOIN LATERAL ({_group_counts("m.minute", "m.minute + interval '1 minute'")}) g
 RETURNING bucket, queue, kind, timed
 """
 
@@ -145,14 +149,7 @@ UPDATE queue_engine_metricbucket b
 
 # The rollup's steady pass reads a minute in slices (worker/services/rollup_slices.py):
 # a slice's counts and sums per queue and kind, as INSERT_MINUTE_COUNTS computes them;
-SLICE_COUNTS = f"""
-SELECT queue, kind, {MINUTE_COUNTS}, count(*) FILTER (WHERE rescues > 0)
-  FROM (SELECT queue, kind, state, attempt, rescues,
-               {WAIT_AND_RUN}
-          FROM queue_engine_jobrecord
-         WHERE finished_at >= %(start)s AND finished_at < %(end)s) r
- GROUP BY queue, kind
-"""
+SLICE_COUNTS = _group_counts("%(start)s", "%(end)s")
 
 
 # ... the wait and run of a slice's rows that may be in a bucket's sample (the row hash

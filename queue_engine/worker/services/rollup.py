@@ -250,7 +250,7 @@ async def _minute_buckets(conn: psycopg.AsyncConnection, start: datetime, end: d
     timed = [row for row in await cur.fetchall() if row[3]]
     if not timed:
         return
-    keep = [_keep(count) for _, _, _, count in timed]
+    keep = [rollup_slices.threshold(count, SAMPLE, SAMPLE_SPACE) for _, _, _, count in timed]
     await conn.execute(
         sql.SET_MINUTE_PERCENTILES,
         {
@@ -263,11 +263,6 @@ async def _minute_buckets(conn: psycopg.AsyncConnection, start: datetime, end: d
             "most": max(keep),
         },
     )
-
-
-def _keep(timed: int) -> int:
-    """The hash threshold under which a bucket's rows are in its sample (of ~SAMPLE)."""
-    return SAMPLE_SPACE if timed <= SAMPLE else SAMPLE_SPACE * SAMPLE // timed
 
 
 async def summarize_new_history(conn: psycopg.AsyncConnection) -> None:

@@ -75,7 +75,7 @@ async def read_minutes(
             f.wait_sum += wait
             f.run_sum += run
             f.rescued += rescued
-    keep = {key: _keep(f.timed, sample, space) for key, f in figures.items() if f.timed}
+    keep = {key: threshold(f.timed, sample, space) for key, f in figures.items() if f.timed}
     if not keep:
         return figures
     most = max(keep.values())
@@ -101,7 +101,9 @@ def percentile_cont(values: list[float], fraction: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def _keep(timed: int, sample: int, space: int) -> int:
+def threshold(timed: int, sample: int, space: int) -> int:
+    """The row hash (in [0, space)) under which a bucket of `timed` started jobs keeps a
+    row in its sample of about `sample` rows: all of them (`space`) up to `sample`."""
     return space if timed <= sample else space * sample // timed
 
 
