@@ -27,6 +27,31 @@ LABELS = {
     "p99": "p99 pickup (ms)",
     "gap_ms": "longest gap (ms)",
 }
+# A soak's samples (a row's `minutes`): one panel per group, sharing the time axis.
+SOAK_PANELS = (
+    ("live_mb", "history_mb", "logs_mb", "flows_mb"),
+    ("rss_mb",),
+    ("completed_per_s",),
+    ("p99_ms",),
+)
+COLOURS.update(
+    live_mb="#2b6cb0",
+    history_mb="#c05621",
+    logs_mb="#2f855a",
+    flows_mb="#805ad5",
+    rss_mb="#822727",
+    completed_per_s="#2b6cb0",
+    p99_ms="#c05621",
+)
+LABELS.update(
+    live_mb="live table (MB)",
+    history_mb="history (MB)",
+    logs_mb="log lines (MB)",
+    flows_mb="flows (MB)",
+    rss_mb="workers' RSS (MB)",
+    completed_per_s="completed/s",
+    p99_ms="p99 pickup (ms)",
+)
 
 
 def series_section(results: Sequence[dict[str, Any]]) -> str:
@@ -40,6 +65,40 @@ def series_section(results: Sequence[dict[str, Any]]) -> str:
     if not blocks:
         return ""
     return "<h2>Per second</h2>\n" + "\n".join(blocks)
+
+
+def soak_section(results: Sequence[dict[str, Any]]) -> str:
+    """An <h2> and one chart per row with a soak's samples; empty when none has."""
+    blocks = []
+    for row in results:
+        minutes = row.get("minutes") or {}
+        if minutes.get("minute"):
+            title = f"{row['scenario']} ({row.get('rate', '?')} jobs/s)"
+            blocks.append(f"<h3>{_e(title)}</h3>\n{soak_chart(minutes)}")
+    if not blocks:
+        return ""
+    return "<h2>Over the run</h2>\n" + "\n".join(blocks)
+
+
+def soak_chart(samples: dict[str, list[float]]) -> str:
+    minutes = samples["minute"]
+    panels = []
+    for index, keys in enumerate(SOAK_PANELS):
+        panels.append(_panel(samples, keys, 4 + index * (PANEL + GAP), minutes, None))
+    axis_y = 4 + len(SOAK_PANELS) * (PANEL + GAP) - GAP
+    ticks = [
+        f'<text x="{_x(m, minutes):.1f}" y="{axis_y + 16}" text-anchor="middle">{m:g} min</text>'
+        for m in minutes[:: max(1, len(minutes) // 10)]
+    ]
+    every = [k for group in SOAK_PANELS for k in group]
+    legend = "".join(f'<tspan fill="{COLOURS[k]}">\u25a0 {_e(LABELS[k])}</tspan>  ' for k in every)
+    height = axis_y + BOTTOM + 8
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height + 16}" '
+        f'font-size="11" font-family="system-ui, sans-serif" role="img">'
+        f"{''.join(panels)}{''.join(ticks)}"
+        f'<text x="{LEFT}" y="{height + 12}">{legend}</text></svg>'
+    )
 
 
 def run_chart(series: dict[str, list[float]], target_ms: float | None = None) -> str:

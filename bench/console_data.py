@@ -27,6 +27,7 @@ from psycopg.types.json import Jsonb
 
 from bench import console_sql as q
 from bench.harness import BenchEnv, log, timer
+from queue_engine import history as leaves
 
 SPAN = timedelta(days=30)
 RETAIN = int(timedelta(days=35).total_seconds())  # longer than SPAN: nothing seeded is expired
@@ -199,6 +200,11 @@ def seed(env: BenchEnv, history: int) -> Seeded:
     with env.connect() as conn:
         truncate(conn)
         conn.execute(q.INSERT_QUEUES, {"names": names, "retain": RETAIN})
+        # The history's leaves for the seeded month, as a leader would have made them
+        # over it (their span follows the queues' windows).
+        now = conn.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
+        with conn.cursor() as cur:
+            leaves.backfill_leaves(cur, now - SPAN - timedelta(days=1))
         conn.execute(q.INSERT_GROUP_LIMITS)
         conn.execute("SELECT setseed(0.42)")
         conn.execute(q.INSERT_HISTORY, {"spec": spec, "n": main, "span": SPAN})

@@ -32,7 +32,7 @@ import psycopg
 from psycopg import sql
 
 from bench import baseline
-from bench.charts import series_section
+from bench.charts import series_section, soak_section
 
 BENCH_DB = os.environ.get("JOBSITE_BENCH_DB", "jobsite_bench")
 REPEATS = 3
@@ -377,6 +377,7 @@ the baseline being a hand-written psycopg 3 version of the same work run alterna
 {details}
 </tbody></table>
 {series_section(results)}
+{soak_section(results)}
 <h2>Settings</h2>
 <table><tbody>
 {_settings_rows(settings)}

@@ -16,6 +16,8 @@ ASYNC_KIND = "bench.async_noop"
 FLAKY_KIND = "bench.flaky"
 STEPS_KIND = "bench.steps"
 ORM_KIND = "bench.orm_update"
+DOOMED_KIND = "bench.doomed"
+CHATTY_KIND = "bench.chatty"
 ROWS = 1_000  # drain_orm's table: each job updates one of these rows, at random
 QUEUE = "bench"
 FLAKY_FAILURES = 2  # a flaky job fails this many attempts, then succeeds
@@ -33,6 +35,17 @@ async def _flaky(ctx: JobContext, to: str, subject: str = "Hello") -> None:
     """Fails its first FLAKY_FAILURES attempts, then succeeds (retried at once)."""
     if ctx.attempt <= FLAKY_FAILURES:
         raise RuntimeError(f"bench: attempt {ctx.attempt} fails on purpose")
+
+
+async def _doomed(ctx: JobContext, to: str, subject: str = "Hello") -> None:
+    """Fails every attempt: ends in the dead letter after its last."""
+    raise RuntimeError(f"bench: attempt {ctx.attempt} of a doomed job")
+
+
+async def _chatty(ctx: JobContext, to: str, subject: str = "Hello") -> None:
+    """Writes three log lines: what the job logs cost."""
+    for line in ("starting", f"sending to {to}", "done"):
+        ctx.log(line)
 
 
 def _step(n: int) -> int:
@@ -58,6 +71,10 @@ async_noop: JobKind = job(_async_noop, kind=ASYNC_KIND, queue=QUEUE)
 orm_update: JobKind = job(_orm_update, kind=ORM_KIND, queue=QUEUE)
 steps: JobKind = job(_steps, kind=STEPS_KIND, queue=QUEUE)
 flaky: JobKind = job(_flaky, kind=FLAKY_KIND, queue=QUEUE, backoff=Backoff.fixed(0), max_attempts=5)
+doomed: JobKind = job(
+    _doomed, kind=DOOMED_KIND, queue=QUEUE, backoff=Backoff.fixed(0), max_attempts=2
+)
+chatty: JobKind = job(_chatty, kind=CHATTY_KIND, queue=QUEUE)
 
 
 def row_payloads(n: int, tag: str = "") -> list[dict[str, int]]:

@@ -106,8 +106,11 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
         ("MAX_RESCUES", int, 1, int_max),
         ("SHUTDOWN_TIMEOUT", (int, float), 0, None),
         ("CONSOLE_STATEMENT_TIMEOUT", (int, float), 0, None),
+        ("HISTORY_PARTITION", int, 1, 366 * 86400),
     ):
         value = option(name)
+        if name == "HISTORY_PARTITION" and value is None:
+            continue  # chosen from the retention windows
         if (
             not isinstance(value, kind)
             or isinstance(value, bool)

@@ -104,6 +104,9 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_TOKEN": None,
     "HEALTH_XMIN_AGE": 60,
     "HEALTH_DEAD_ROWS": 100_000,
+    # Seconds a leaf of the partitioned history spans; None: a quarter of the longest
+    # retention window of its state, from a minute to a day (queue_engine.history).
+    "HISTORY_PARTITION": None,
 }
 
 

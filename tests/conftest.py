@@ -97,3 +97,17 @@ def executions(transactional_db: None) -> Iterator[None]:
     yield
     with connection.cursor() as cursor:
         cursor.execute("DROP TABLE IF EXISTS test_executions")
+
+
+@pytest.fixture
+def added_leaves(transactional_db: None) -> Iterator[list[str]]:
+    """Leaves of the partitioned history a test adds for past finish times, dropped after
+    it: the flush between tests empties the history but keeps its leaves, and the next
+    test's past rows would land in them rather than in the default leaves."""
+    from django.db import connection
+
+    names: list[str] = []
+    yield names
+    with connection.cursor() as cursor:
+        for name in names:
+            cursor.execute(f"DROP TABLE IF EXISTS {name}")

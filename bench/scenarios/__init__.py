@@ -28,6 +28,8 @@ SCENARIOS: dict[str, str] = {
     "drain_rtt": "bench.scenarios.drain_rtt",
     "pinned_snapshot": "bench.scenarios.pinned_snapshot",
     "many_workers": "bench.scenarios.many_workers",
+    "gc": "bench.scenarios.gc",
+    "soak": "bench.scenarios.soak",
 }
 
 

@@ -1,4 +1,4 @@
-"""Every console page, server side, with 1,000,000 jobs in history.
+"""Every console page, server side, with 5,000,000 jobs in history.
 
 The data is seeded in bulk by bench/console_data.py (history over 30 days, a live
 table of a few thousand jobs, flows, logs, schedules, workers, audit events, the
@@ -39,7 +39,7 @@ from queue_engine import conf
 from queue_engine.console.roles import ensure_roles
 
 NAME = "console_pages"
-HISTORY = 1_000_000
+HISTORY = 5_000_000
 BASELINE_HISTORY = 10_000
 WARMUP = 3
 REQUESTS = 20

@@ -10,6 +10,7 @@
     job_sorts  the jobs list in another order  fragments  pieces shared by several statements
     metrics    what GET /metrics reads beside the queue counts
     timeline   a flow's failed attempts, for its timeline
+    history    the history's partitions and the windows that expire them
     steps      durable steps: what ctx.step() reads and records
     kinds      the kill switch per job kind, and the Kinds page
 
@@ -22,6 +23,7 @@ from queue_engine.sql.console import *  # noqa: F403
 from queue_engine.sql.enqueue import *  # noqa: F403
 from queue_engine.sql.flows import *  # noqa: F403
 from queue_engine.sql.fragments import *  # noqa: F403
+from queue_engine.sql.history import *  # noqa: F403
 from queue_engine.sql.job_sorts import *  # noqa: F403
 from queue_engine.sql.kinds import *  # noqa: F403
 from queue_engine.sql.leader import *  # noqa: F403

@@ -6,6 +6,7 @@ from queue_engine.sql.fragments import (
     MINUTE_PERCENTILES,
     WAIT_AND_RUN,
 )
+from queue_engine.sql.history import emptied_flows
 
 # Each queue's retention windows, in seconds per ended state.
 RETENTION_WINDOWS = """
@@ -32,11 +33,14 @@ RETENTION_CUTOFF = f"SELECT {_RETENTION_CUTOFF}"
 
 # One batch of a queue's ended jobs of one state that are past the cutoff (and,
 # when given, ended after %(since)s: older ones were swept already), with their
-# log lines and steps. Locked rows (being redriven) are skipped. No ORDER BY: finished_at
-# has a BRIN index, which cannot sort, and any expired rows will do.
-DELETE_EXPIRED_BATCH = f"""
+# log lines and steps, and the ended flows they were the last nodes of, from `table`: a state's part of the history, or its default
+# leaf (queue_engine.history says which). Locked rows (being redriven) are skipped.
+# No ORDER BY: finished_at has a BRIN index, which cannot sort, and any expired rows
+# will do.
+def delete_expired_batch(table: str) -> str:
+    return f"""
 WITH doomed AS (
-    SELECT id FROM queue_engine_jobrecord
+    SELECT id, flow_id FROM {table}
      WHERE queue = %(queue)s AND state = %(state)s
        AND finished_at < {_RETENTION_CUTOFF}
        AND (%(since)s::timestamptz IS NULL OR finished_at >= %(since)s)
@@ -50,8 +54,8 @@ WITH doomed AS (
     DELETE FROM queue_engine_joblog l USING doomed WHERE l.job_id = doomed.id
 ), steps AS (
     DELETE FROM queue_engine_jobstep s USING doomed WHERE s.job_id = doomed.id
-)
-DELETE FROM queue_engine_jobrecord r USING doomed WHERE r.id = doomed.id
+), {emptied_flows("SELECT flow_id FROM doomed", "r.id IN (SELECT id FROM doomed)")}
+DELETE FROM {table} r USING doomed WHERE r.id = doomed.id
 RETURNING r.id
 """
 
@@ -248,7 +252,17 @@ VACUUM_LIVE_TABLE = "VACUUM (SKIP_LOCKED) queue_engine_job"
 # query: until VACUUM summarizes it (and autovacuum may never come, or come after a
 # fifth of the table has been added), the rollup's, retention's and the console's
 # reads by finish time read every unsummarized page of the history.
-SUMMARIZE_FINISHED = "SELECT brin_summarize_new_values('qe_rec_finished_brin'::regclass)"
+# The history is partitioned (queue_engine.history): this summarizes each leaf's index.
+SUMMARIZE_FINISHED = """
+WITH RECURSIVE part (oid) AS (
+    SELECT 'qe_rec_finished_brin'::regclass::oid
+    UNION ALL
+    SELECT i.inhrelid FROM pg_inherits i JOIN part ON i.inhparent = part.oid
+)
+SELECT sum(brin_summarize_new_values(c.oid))
+  FROM part JOIN pg_class c ON c.oid = part.oid
+ WHERE c.relkind = 'i'
+"""
 
 
 # Summarizing waits for no vacuum of the history: it tries again at the next pass.

@@ -14,6 +14,7 @@ import psycopg
 import pytest
 from django.db import connection
 
+from queue_engine import sql
 from queue_engine.models import (
     Flow,
     JobLog,
@@ -124,8 +125,10 @@ def test_gc_keeps_the_ended_nodes_of_a_flow_still_running(conninfo: str) -> None
 
     run_service(conninfo, delete_expired)
 
-    # The running flow's children still to run need the parent's output.
+    # The running flow's children still to run need the parent's output; the ended
+    # flow goes with its last node.
     assert list(JobRecord.objects.values_list("id", flat=True)) == [nodes[0].id]
+    assert list(Flow.objects.values_list("id", flat=True)) == [running.pk]
 
 
 def test_gc_deletes_in_bounded_batches(conninfo: str) -> None:
@@ -530,12 +533,16 @@ def test_the_leader_rolls_up_then_collects(workers: Workers) -> None:
 
 def test_the_rollup_summarizes_the_history_it_reads_by_finish_time(conninfo: str) -> None:
     JobRecord.objects.bulk_create(random_records(database_now(), 20_000, random.Random(17)))
-    summarize = "SELECT brin_summarize_new_values('qe_rec_finished_brin'::regclass)"
+    with connection.cursor() as cursor:
+        cursor.execute(sql.SUMMARIZE_FINISHED)
+        assert cursor.fetchone()[0] > 0  # the test's rows were not summarized yet
+    JobRecord.objects.bulk_create(random_records(database_now(), 20_000, random.Random(18)))
 
     run_service(conninfo, roll_up)
 
-    # Nothing left to summarize: the rollup's and retention's range reads skip the pages
-    # outside their range instead of reading every unsummarized one.
+    # Nothing left to summarize, in any leaf of the history: the rollup's and retention's
+    # range reads skip the pages outside their range instead of reading every
+    # unsummarized one.
     with connection.cursor() as cursor:
-        cursor.execute(summarize)
+        cursor.execute(sql.SUMMARIZE_FINISHED)
         assert cursor.fetchone()[0] == 0

@@ -19,6 +19,8 @@ import psycopg
 
 from queue_engine.worker.services.claim_log import prune_claim_log
 from queue_engine.worker.services.flow_countdown import finish_countdowns
+from queue_engine.worker.services.partitions import INTERVAL as PARTITIONS_INTERVAL
+from queue_engine.worker.services.partitions import keep_partitions
 from queue_engine.worker.services.promoter import promote_due
 from queue_engine.worker.services.rescuer import rescue_expired
 from queue_engine.worker.services.retention import Swept, delete_expired
@@ -87,6 +89,7 @@ def leader_services(*, conninfo: str, max_rescues: int, flow_chunk: int) -> list
         Every(SWEEP_INTERVAL, prune_claim_log),
         Every(SCHEDULE_INTERVAL, fire_due_schedules),
         Every(ROLLUP_INTERVAL, Rollup(conninfo)),
+        Every(PARTITIONS_INTERVAL, keep_partitions),
         Every(RETENTION_INTERVAL, partial(delete_expired, swept=Swept())),
         Every(VACUUM_CHECK_INTERVAL, LiveTableVacuum(conninfo)),
     ]
@@ -98,6 +101,7 @@ __all__ = [
     "Rollup",
     "delete_expired",
     "fire_due_schedules",
+    "keep_partitions",
     "leader_services",
     "roll_up",
 ]

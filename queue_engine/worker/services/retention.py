@@ -1,4 +1,9 @@
-"""Delete ended jobs past their queue's retention window, in short batches.
+"""Delete ended jobs past their queue's retention window, in short batches: the rows
+the history's partitions cannot drop whole (queue_engine.history).
+
+A queue whose window is shorter than the longest its state has is swept here, in all
+of that state's leaves; every other queue only in the state's default leaf, as the
+leaf a row is in goes whole once the longest window has passed.
 
 Each batch is one transaction of at most `batch_size` history rows (and their
 log lines), so the collector never holds a long transaction or snapshot, which
@@ -19,7 +24,7 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from queue_engine import sql
+from queue_engine import history, sql
 from queue_engine.states import ENDED_STATES
 
 BATCH_SIZE = 5000
@@ -57,15 +62,20 @@ async def delete_expired(
     deleted = batches = 0
     cur = await conn.execute(sql.RETENTION_WINDOWS)
     windows = await cur.fetchall()
+    cur = await conn.execute(sql.HISTORY_WINDOWS)
+    longest = history.longest_windows(await cur.fetchall())
     for queue, *keeps in windows:
         for state, keep in zip(ENDED_STATES, keeps, strict=True):
+            table = (
+                history.state_table(state) if keep < longest[state] else history.default_leaf(state)
+            )
             since = swept.until.get((queue, state)) if swept is not None else None
             while True:
                 if time.monotonic() > deadline:
                     return Collected(deleted, batches, more=True)
                 async with conn.transaction():
                     cur = await conn.execute(
-                        sql.DELETE_EXPIRED_BATCH,
+                        sql.delete_expired_batch(table),  # type: ignore[arg-type]  # fixed names
                         {
                             "queue": queue,
                             "state": state,

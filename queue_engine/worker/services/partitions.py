@@ -1,0 +1,118 @@
+"""Keeps the partitioned history's leaves (queue_engine.history): creates them ahead of
+the clock, and drops those whose rows are all past their state's longest window.
+
+Each change is one short transaction under a short lock_timeout: adding a leaf takes
+an exclusive lock on its state's default leaf, and dropping one an exclusive lock on
+its state's table, which the workers' settles write through. A settle waits at most
+LOCK_TIMEOUT behind either; a change that cannot get its lock in time gives up and is
+tried again at the next pass, so a long report reading the history delays a drop,
+never the workers.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import psycopg
+
+from queue_engine import history, sql
+
+log = logging.getLogger("queue_engine.worker")
+
+LOCK_TIMEOUT = "100ms"
+INTERVAL = 10.0  # seconds between two passes (leader_services)
+
+
+@dataclass(frozen=True)
+class Kept:
+    created: int
+    dropped: int
+    moved: int  # rows of running flows moved to a default leaf
+    waited: int  # changes put off: their lock was not free in time
+
+
+async def keep_partitions(conn: psycopg.AsyncConnection) -> Kept:
+    """One pass: see the module's docstring. Leaves ahead of the clock made when the
+    windows were longer are dropped and made again with the shorter span (the leaf
+    that holds the present keeps its span: its rows go up to one old span late)."""
+    async with conn.cursor() as cur:
+        await cur.execute(sql.HISTORY_CLOCK)
+        row = await cur.fetchone()
+        assert row is not None
+        now, watermark = row
+        await cur.execute(sql.HISTORY_WINDOWS)
+        longest = history.longest_windows(await cur.fetchall())
+    leaves = await _leaves(conn)
+    created = dropped = moved = waited = 0
+    for state in history.STATES:
+        mine = [leaf for leaf in leaves if leaf.state == state]
+        span = history.span_for(longest[state])
+        oversized = history.oversized(mine, now, span)
+        for leaf in oversized:
+            if not await _change(conn, [history.drop_if_empty(leaf)]):
+                waited += 1
+        if oversized:
+            mine = [leaf for leaf in await _leaves(conn) if leaf.state == state]
+        for lo, hi in history.missing_ranges(mine, now, span):
+            if await _change(conn, history.create_leaf(state, lo, hi)):
+                created += 1
+            else:
+                waited += 1
+                break  # the next ranges start where this one ends
+        for leaf in history.due(mine, now, watermark, longest[state]):
+            outcome = await _drop(conn, leaf)
+            if outcome is None:
+                waited += 1
+            else:
+                dropped += 1
+                moved += outcome
+    if created or dropped or waited:
+        log.debug(
+            "history leaves: %d created, %d dropped (%d rows of running flows moved), %d put off",
+            created,
+            dropped,
+            moved,
+            waited,
+        )
+    return Kept(created, dropped, moved, waited)
+
+
+async def _leaves(conn: psycopg.AsyncConnection) -> list[history.Leaf]:
+    cur = await conn.execute(sql.HISTORY_LEAVES)
+    return history.leaves_from(await cur.fetchall())
+
+
+async def _change(conn: psycopg.AsyncConnection, statements: list[str]) -> bool:
+    try:
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+            for statement in statements:
+                await conn.execute(statement)  # type: ignore[arg-type]  # DDL built from names and dates
+    except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected):
+        return False
+    return True
+
+
+async def _drop(conn: psycopg.AsyncConnection, leaf: history.Leaf) -> int | None:
+    """Drop one due leaf; the number of rows moved, or None when a lock was not free."""
+    steps = history.drop_leaf_steps(leaf)
+    try:
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+            await conn.execute(steps["lock"])  # type: ignore[arg-type]
+            await conn.execute(steps["flows"])  # type: ignore[arg-type]
+            await conn.execute(steps["logs"])  # type: ignore[arg-type]
+            await conn.execute(steps["steps"])  # type: ignore[arg-type]
+            cur = await conn.execute(steps["keepers"])  # type: ignore[arg-type]
+            row = await cur.fetchone()
+            keepers = int(row[0]) if row else 0
+            if keepers:
+                await conn.execute(steps["keep"])  # type: ignore[arg-type]
+            await conn.execute(steps["drop"])  # type: ignore[arg-type]
+            if keepers:
+                await conn.execute(steps["restore"])  # type: ignore[arg-type]
+    except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected):
+        return None
+    log.info("dropped history leaf %s (%s to %s)", leaf.name, leaf.lo, leaf.hi)
+    return keepers
