@@ -170,7 +170,8 @@ def drop_leaf_steps(leaf: Leaf) -> dict[str, str]:
     """The statements that drop one leaf, run in order in one transaction by the leader.
 
     `lock` first: no row of the leaf is redriven or changed meanwhile (reads go on).
-    Then the ended flows whose last nodes are in the leaf (`flows`), the log lines and steps of the rows that go (`logs`, `steps`; those tables
+    Then, when it holds flow nodes (`nodes`), the ended flows whose last nodes are in
+    it (`flows`); the log lines and steps of the rows that go (`logs`, `steps`; those tables
     are not partitioned, and only jobs that logged or recorded steps cost anything
     here), the rows that stay copied aside (`keep`, only when `keepers` counts any),
     the drop itself, and the copies written back (`restore`), where they land in the
@@ -182,6 +183,7 @@ def drop_leaf_steps(leaf: Leaf) -> dict[str, str]:
     )
     return {
         "lock": f"LOCK TABLE {name} IN EXCLUSIVE MODE",
+        "nodes": f"SELECT EXISTS (SELECT 1 FROM {name} WHERE flow_id IS NOT NULL)",
         "flows": "WITH "
         + sql.emptied_flows(
             f"SELECT DISTINCT flow_id FROM {name} WHERE flow_id IS NOT NULL",

@@ -436,6 +436,7 @@ def test_killed_worker_jobs_come_back_after_the_lease(workers: Workers, side_tab
     assert rec.rescues == 1
 
 
+@pytest.mark.once
 def test_poison_job_that_kills_its_worker_is_dead_lettered(workers: Workers) -> None:
     QueueConfig.objects.update_or_create(name="poison", defaults={"lock_duration": 1})
     job = jobs.poison.enqueue()
@@ -455,6 +456,7 @@ def test_poison_job_that_kills_its_worker_is_dead_lettered(workers: Workers) -> 
     assert rec.rescues == 5 and restarted >= 4
 
 
+@pytest.mark.once
 def test_jobs_claimed_with_a_poison_job_succeed_and_only_it_is_dead_lettered(
     workers: Workers,
 ) -> None:

@@ -37,7 +37,7 @@ from queue_engine.models import QueueConfig, WorkerProcess
 from tests.support import jobs
 from tests.support.workers import ROOT, Workers, wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.once]
 
 EXECUTIONS_TABLE = "CREATE TABLE test_executions (job_id bigint, attempt int, pid int)"
 

@@ -101,12 +101,16 @@ async def _drop(conn: psycopg.AsyncConnection, leaf: history.Leaf) -> int | None
         async with conn.transaction():
             await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
             await conn.execute(steps["lock"])  # type: ignore[arg-type]
-            await conn.execute(steps["flows"])  # type: ignore[arg-type]
+            cur = await conn.execute(steps["nodes"])  # type: ignore[arg-type]
+            nodes = bool((await cur.fetchone() or [False])[0])
+            if nodes:
+                await conn.execute(steps["flows"])  # type: ignore[arg-type]
             await conn.execute(steps["logs"])  # type: ignore[arg-type]
             await conn.execute(steps["steps"])  # type: ignore[arg-type]
-            cur = await conn.execute(steps["keepers"])  # type: ignore[arg-type]
-            row = await cur.fetchone()
-            keepers = int(row[0]) if row else 0
+            keepers = 0
+            if nodes:
+                cur = await conn.execute(steps["keepers"])  # type: ignore[arg-type]
+                keepers = int((await cur.fetchone() or [0])[0])
             if keepers:
                 await conn.execute(steps["keep"])  # type: ignore[arg-type]
             await conn.execute(steps["drop"])  # type: ignore[arg-type]
