@@ -171,11 +171,14 @@ def drop_leaf_steps(leaf: Leaf) -> dict[str, str]:
 
     `lock` first: no row of the leaf is redriven or changed meanwhile (reads go on).
     Then, when it holds flow nodes (`nodes`), the ended flows whose last nodes are in
-    it (`flows`); the log lines and steps of the rows that go (`logs`, `steps`; those tables
-    are not partitioned, and only jobs that logged or recorded steps cost anything
-    here), the rows that stay copied aside (`keep`, only when `keepers` counts any),
-    the drop itself, and the copies written back (`restore`), where they land in the
-    state's default leaf as no leaf covers their range any more."""
+    it (`flows`); the log lines and steps of the rows that go (`logs`, `steps`; those
+    tables are not partitioned, and only jobs that logged or recorded steps cost
+    anything here); the rows that stay copied aside (`keep`, only when `keepers` counts
+    any); the leaf detached (`detach`), and the copies written back (`restore`), where
+    they land in the state's default leaf as no leaf covers their range any more.
+    `drop` runs after that transaction, in one of its own: Postgres frees a dropped
+    table's files at commit, which takes tens of milliseconds for a big leaf, and the
+    lock on the state's table, which settles write through, is no longer held then."""
     name = leaf.name
     ids = (
         f"BETWEEN (SELECT min(id) FROM {name}) AND (SELECT max(id) FROM {name}) "
@@ -197,9 +200,20 @@ def drop_leaf_steps(leaf: Leaf) -> dict[str, str]:
             "CREATE TEMP TABLE queue_engine_kept ON COMMIT DROP AS "
             f"SELECT r.* FROM {name} r WHERE {_RUNNING_FLOW}"
         ),
-        "drop": f"DROP TABLE {name}",
+        "detach": f"ALTER TABLE {state_table(leaf.state)} DETACH PARTITION {name}",
         "restore": f"INSERT INTO {TABLE} SELECT * FROM queue_engine_kept",
+        "drop": f"DROP TABLE {name}",
     }
+
+
+# Tables named as leaves that are no leaf: detached by a leader that stopped before
+# it dropped them.
+ORPHAN_LEAVES = rf"""
+SELECT relname FROM pg_class
+ WHERE relname ~ '^{TABLE}_(succeeded|failed|cancelled)_[0-9]{{8}}_[0-9]{{6}}$'
+   AND relkind = 'r' AND NOT relispartition
+   AND relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = '{TABLE}'::regclass)
+"""
 
 
 def plan(cursor: Any) -> tuple[datetime, datetime | None, dict[str, int], list[Leaf]]:

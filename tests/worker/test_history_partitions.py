@@ -251,3 +251,16 @@ def test_leaves_ahead_are_made_again_when_the_windows_shrink(conninfo: str) -> N
     after = [leaf for leaf in leaves() if leaf.lo > now + history.LEAD]
     assert not ahead & {leaf.name for leaf in after}
     assert all(leaf.hi - leaf.lo <= timedelta(minutes=1) for leaf in after)
+
+
+def test_a_leaf_left_detached_by_a_stopped_leader_is_dropped(conninfo: str) -> None:
+    now = database_now()
+    name = add_leaf("succeeded", now - 3 * HOUR, now - 2 * HOUR)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE {history.state_table('succeeded')} DETACH PARTITION {name}")
+
+    run_service(conninfo, keep_partitions)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s)", [name])
+        assert cursor.fetchone()[0] is None

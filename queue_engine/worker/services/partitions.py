@@ -43,6 +43,9 @@ async def keep_partitions(conn: psycopg.AsyncConnection) -> Kept:
         now, watermark = row
         await cur.execute(sql.HISTORY_WINDOWS)
         longest = history.longest_windows(await cur.fetchall())
+    cur = await conn.execute(history.ORPHAN_LEAVES)  # type: ignore[arg-type]  # fixed text
+    for (orphan,) in await cur.fetchall():
+        await _drop_detached(conn, orphan)
     leaves = await _leaves(conn)
     created = dropped = moved = waited = 0
     for state in history.STATES:
@@ -113,10 +116,23 @@ async def _drop(conn: psycopg.AsyncConnection, leaf: history.Leaf) -> int | None
                 keepers = int((await cur.fetchone() or [0])[0])
             if keepers:
                 await conn.execute(steps["keep"])  # type: ignore[arg-type]
-            await conn.execute(steps["drop"])  # type: ignore[arg-type]
+            await conn.execute(steps["detach"])  # type: ignore[arg-type]
             if keepers:
                 await conn.execute(steps["restore"])  # type: ignore[arg-type]
     except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected):
         return None
+    await _drop_detached(conn, leaf.name)
     log.info("dropped history leaf %s (%s to %s)", leaf.name, leaf.lo, leaf.hi)
     return keepers
+
+
+async def _drop_detached(conn: psycopg.AsyncConnection, name: str) -> None:
+    """Drop a detached leaf: nothing else reads it, so nothing waits for it. One the
+    lock_timeout turns away (a reader that began before the detach) is dropped at the
+    next pass, with any a stopped leader left behind (history.ORPHAN_LEAVES)."""
+    try:
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+            await conn.execute(f"DROP TABLE IF EXISTS {name}")  # type: ignore[arg-type]
+    except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected):
+        pass
