@@ -41,6 +41,9 @@ from queue_engine.states import ENDED_STATES
 
 TABLE = "queue_engine_jobrecord"
 STATES: tuple[str, ...] = ENDED_STATES
+LOGS = "queue_engine_joblog"
+LOG = "log"  # the part of the log lines, beside the history's states
+PARTS: tuple[str, ...] = (*STATES, LOG)
 LADDER = (60, 300, 900, 3600, 6 * 3600, 86400)  # seconds a leaf spans
 AHEAD = timedelta(minutes=10)  # leaves exist this far ahead of the clock, and 2 spans
 # A new leaf starts this far after the clock, never below it: a row already written
@@ -52,22 +55,23 @@ MODEL_WINDOWS = {"succeeded": 86400, "failed": 7 * 86400, "cancelled": 86400}
 
 @dataclass(frozen=True)
 class Leaf:
-    state: str
+    state: str  # the history's state it holds, or LOG: a leaf of the log lines
     name: str
     lo: datetime
     hi: datetime
 
 
 def state_table(state: str) -> str:
-    return f"{TABLE}_{state}"
+    """The table a part's leaves are partitions of."""
+    return LOGS if state == LOG else f"{TABLE}_{state}"
 
 
 def default_leaf(state: str) -> str:
-    return f"{TABLE}_{state}_default"
+    return f"{state_table(state)}_default"
 
 
 def leaf_name(state: str, lo: datetime) -> str:
-    return f"{TABLE}_{state}_{lo.astimezone(UTC):%Y%m%d_%H%M%S}"
+    return f"{state_table(state)}_{lo.astimezone(UTC):%Y%m%d_%H%M%S}"
 
 
 def span_for(longest: int) -> int:
@@ -80,18 +84,24 @@ def span_for(longest: int) -> int:
 
 
 def longest_windows(rows: Iterable[Sequence[int]]) -> dict[str, int]:
-    """Each state's longest window, from HISTORY_WINDOWS' rows."""
+    """Each state's longest window, from HISTORY_WINDOWS' rows, and the longest of all
+    for the log lines (LOG), which outlive no job: a job's lines go with it, and those
+    left (of a job deleted by an operator, or dropped with its leaf) go with their leaf
+    of the log table once the longest window has passed."""
     rows = list(rows)
-    if not rows:
-        return dict(MODEL_WINDOWS)
-    return {state: max(int(r[i]) for r in rows) for i, state in enumerate(STATES)}
+    windows = (
+        {state: max(int(r[i]) for r in rows) for i, state in enumerate(STATES)}
+        if rows
+        else dict(MODEL_WINDOWS)
+    )
+    return {**windows, LOG: max(windows.values())}
 
 
 def leaves_from(rows: Iterable[Sequence[Any]]) -> list[Leaf]:
     """Leaves from HISTORY_LEAVES' rows."""
     return [
-        Leaf(state_name.removeprefix(f"{TABLE}_"), name, lo, hi)
-        for state_name, name, lo, hi in rows
+        Leaf(LOG if parent == LOGS else parent.removeprefix(f"{TABLE}_"), name, lo, hi)
+        for parent, name, lo, hi in rows
     ]
 
 
@@ -151,8 +161,9 @@ def create_leaf(state: str, lo: datetime, hi: datetime) -> list[str]:
     lets them write (and an exclusive one on the state's default leaf, which it reads
     to check that no row there belongs to the new range)."""
     name = leaf_name(state, lo)
+    template = LOGS if state == LOG else TABLE
     return [
-        f"CREATE TABLE {name} (LIKE {TABLE} INCLUDING DEFAULTS INCLUDING STORAGE)",
+        f"CREATE TABLE {name} (LIKE {template} INCLUDING DEFAULTS INCLUDING STORAGE)",
         f"ALTER TABLE {state_table(state)} ATTACH PARTITION {name} "
         f"FOR VALUES FROM ({_literal(lo)}) TO ({_literal(hi)})",
     ]
@@ -210,7 +221,7 @@ def drop_leaf_steps(leaf: Leaf) -> dict[str, str]:
 # it dropped them.
 ORPHAN_LEAVES = rf"""
 SELECT relname FROM pg_class
- WHERE relname ~ '^{TABLE}_(succeeded|failed|cancelled)_[0-9]{{8}}_[0-9]{{6}}$'
+ WHERE relname ~ '^({TABLE}_(succeeded|failed|cancelled)|{LOGS})_[0-9]{{8}}_[0-9]{{6}}$'
    AND relkind = 'r' AND NOT relispartition
    AND relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = '{TABLE}'::regclass)
 """
@@ -227,13 +238,13 @@ def plan(cursor: Any) -> tuple[datetime, datetime | None, dict[str, int], list[L
     return now, watermark, longest, leaves_from(cursor.fetchall())
 
 
-def ensure_leaves(cursor: Any) -> int:
+def ensure_leaves(cursor: Any, parts: Sequence[str] = PARTS) -> int:
     """Create the leaves missing ahead of the clock, with a sync cursor (migrations,
     benches and tests; the leader does the same on its own connection). Returns how
     many it created."""
     now, _, longest, leaves = plan(cursor)
     created = 0
-    for state in STATES:
+    for state in parts:
         mine = [leaf for leaf in leaves if leaf.state == state]
         for lo, hi in missing_ranges(mine, now, span_for(longest[state])):
             for statement in create_leaf(state, lo, hi):

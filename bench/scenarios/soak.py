@@ -6,7 +6,8 @@ default; an hour is `--duration 3600`), every queue's retention RETENTION second
 the history's leaves span a minute). The jobs, by share of the rate (MIX): no-op
 successes, retries (`flaky`: fails twice, then succeeds), failures (`doomed`: fails
 both attempts, to the dead letter), jobs that write three log lines (`chatty`), and
-flows of FLOW_NODES nodes (one parent, a fan-out of two, a join).
+flows of FLOW_NODES nodes (one parent, a fan-out of FLOW_PARTS, a join; at most a tick's
+share of them per tick, so that a late producer does not starve the other kinds).
 
 Every SAMPLE seconds (at most a tenth of the run) the scenario records: live and
 history rows; the total size (tables, indexes, TOAST) of the live table, of the
@@ -48,8 +49,9 @@ SETTLE = RETENTION + 2 * 60  # seconds before growth counts: a window and two le
 SAMPLE = 60.0  # seconds between samples, at most
 TICK = 0.05  # seconds between the producer's enqueues
 TARGET_GROWTH = 1.0  # percent of the mean per minute
-FLOW_NODES = 4
-MIX = {"noop": 0.70, "flaky": 0.08, "doomed": 0.04, "chatty": 0.10, "flow": 0.08}
+FLOW_PARTS = 8
+FLOW_NODES = FLOW_PARTS + 2
+MIX = {"noop": 0.73, "flaky": 0.08, "doomed": 0.04, "chatty": 0.10, "flow": 0.05}
 PAYLOAD = {"to": "user@example.com", "subject": "soak"}
 
 WINDOWS = [
@@ -166,7 +168,7 @@ def produce(rate: float, duration: float) -> int:
         for name, share in MIX.items():
             due = int(due_all * share) - sent[name]
             if name == "flow":
-                flows = due // FLOW_NODES
+                flows = min(due // FLOW_NODES, max(1, round(rate * TICK * share / FLOW_NODES)))
                 for _ in range(flows):
                     submit_flow()
                 sent[name] += flows * FLOW_NODES
@@ -184,7 +186,7 @@ def produce(rate: float, duration: float) -> int:
 def submit_flow() -> None:
     flow = Flow("soak")
     flow.add("fetch", async_noop, **PAYLOAD)
-    parts = flow.fan_out("part", async_noop, [PAYLOAD, PAYLOAD], depends_on=["fetch"])
+    parts = flow.fan_out("part", async_noop, [PAYLOAD] * FLOW_PARTS, depends_on=["fetch"])
     flow.add("report", async_noop, depends_on=parts, **PAYLOAD)
     flow.submit()
 

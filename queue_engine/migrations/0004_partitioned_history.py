@@ -45,7 +45,7 @@ def partition(apps, schema_editor):
             cursor.execute(f"CREATE TABLE {default_leaf(state)} PARTITION OF {state_table(state)} DEFAULT")
         cursor.execute(f"INSERT INTO {TABLE} SELECT * FROM {OLD}")
         cursor.execute(f"DROP TABLE {OLD}")
-        ensure_leaves(cursor)
+        ensure_leaves(cursor, STATES)
 
 
 def unpartition(apps, schema_editor):

@@ -6,7 +6,8 @@ covers. queue_engine.history plans the leaves; the statements that create and dr
 one are built there, as DDL takes no bound parameters.
 """
 
-# Every ranged leaf of the history: its state, name and bounds. The bounds come from
+# Every ranged leaf of the history and of the log lines: its parent (the state's table,
+# or the log table), name and bounds. The bounds come from
 # the catalog's text of the partition bound, whose literals carry their UTC offset,
 # so the casts give the same instants whatever the session's time zone.
 HISTORY_LEAVES = r"""
@@ -19,6 +20,14 @@ SELECT s.relname, c.relname,
   JOIN pg_class c ON c.oid = i.inhrelid
  CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS bound) b
  WHERE top.inhparent = 'queue_engine_jobrecord'::regclass AND b.bound <> 'DEFAULT'
+UNION ALL
+SELECT 'queue_engine_joblog', c.relname,
+       substring(b.bound from $$FROM \('([^']+)'\)$$)::timestamptz,
+       substring(b.bound from $$TO \('([^']+)'\)$$)::timestamptz
+  FROM pg_inherits i
+  JOIN pg_class c ON c.oid = i.inhrelid
+ CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS bound) b
+ WHERE i.inhparent = 'queue_engine_joblog'::regclass AND b.bound <> 'DEFAULT'
  ORDER BY 1, 3
 """
 

@@ -243,8 +243,11 @@ SELECT n_dead_tup, n_live_tup FROM pg_stat_user_tables
 """
 
 
-# Without waiting for a vacuum already running (autovacuum's, an operator's).
-VACUUM_LIVE_TABLE = "VACUUM (SKIP_LOCKED) queue_engine_job"
+# The dead and live rows of each of these tables (names), for the leader's vacuum.
+TABLE_ROWS = """
+SELECT relname, n_dead_tup, n_live_tup FROM pg_stat_user_tables
+ WHERE relid = ANY(%s::regclass[])
+"""
 
 
 # The history's BRIN index on finished_at (qe_rec_finished_brin) summarizes the pages

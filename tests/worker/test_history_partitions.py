@@ -264,3 +264,23 @@ def test_a_leaf_left_detached_by_a_stopped_leader_is_dropped(conninfo: str) -> N
     with connection.cursor() as cursor:
         cursor.execute("SELECT to_regclass(%s)", [name])
         assert cursor.fetchone()[0] is None
+
+
+def test_log_lines_are_written_to_leaves_that_go_after_the_longest_window(
+    conninfo: str,
+) -> None:
+    windows(succeeded=3600, failed=7200, cancelled=3600)  # the log lines: 2 hours
+    now = database_now()
+    rolled_up_to(now)
+    old = add_leaf(history.LOG, now - 4 * HOUR, now - 3 * HOUR)
+    recent = add_leaf(history.LOG, now - 90 * timedelta(minutes=1), now - HOUR)
+    JobLog.objects.bulk_create(
+        JobLog(job_id=1, attempt=1, seq=i, stream="log", text="hi", at=at)
+        for i, at in enumerate([now - 3.5 * HOUR, now - 80 * timedelta(minutes=1)])
+    )
+
+    kept = run_service(conninfo, keep_partitions)
+
+    names = {leaf.name for leaf in leaves()}
+    assert old not in names and recent in names and kept.dropped == 1
+    assert list(JobLog.objects.values_list("seq", flat=True)) == [1]

@@ -61,7 +61,7 @@ def no_autovacuum() -> Iterator[None]:
 def vacuum_once(conninfo: str, service: LiveTableVacuum) -> None:
     async def once(conn: Any) -> None:
         try:
-            await service.vacuum()
+            await service.vacuum([vacuum.LIVE])
         finally:
             await service.close()
 
@@ -105,8 +105,8 @@ def test_dead_rows_a_vacuum_could_not_remove_do_not_call_for_another(
 
         vacuum_once(conninfo, service)
 
-        assert service.vacuums == 1 and service.left >= vacuum.MIN_DEAD
+        assert service.vacuums == 1 and service.left[vacuum.LIVE] >= vacuum.MIN_DEAD
         assert not run_service(conninfo, service.due)
         pinned.rollback()
     vacuum_once(conninfo, service)
-    assert service.vacuums == 2 and service.left < vacuum.MIN_DEAD
+    assert service.vacuums == 2 and service.left[vacuum.LIVE] < vacuum.MIN_DEAD

@@ -1,5 +1,6 @@
-"""Keeps the partitioned history's leaves (queue_engine.history): creates them ahead of
-the clock, and drops those whose rows are all past their state's longest window.
+"""Keeps the leaves of the partitioned history and log lines (queue_engine.history):
+creates them ahead of the clock, and drops those whose rows are all past their state's
+longest window (the longest of all for the log lines).
 
 Each change is one short transaction under a short lock_timeout: adding a leaf takes
 an exclusive lock on its state's default leaf, and dropping one an exclusive lock on
@@ -48,7 +49,7 @@ async def keep_partitions(conn: psycopg.AsyncConnection) -> Kept:
         await _drop_detached(conn, orphan)
     leaves = await _leaves(conn)
     created = dropped = moved = waited = 0
-    for state in history.STATES:
+    for state in history.PARTS:
         mine = [leaf for leaf in leaves if leaf.state == state]
         span = history.span_for(longest[state])
         oversized = history.oversized(mine, now, span)
@@ -100,6 +101,11 @@ async def _change(conn: psycopg.AsyncConnection, statements: list[str]) -> bool:
 async def _drop(conn: psycopg.AsyncConnection, leaf: history.Leaf) -> int | None:
     """Drop one due leaf; the number of rows moved, or None when a lock was not free."""
     steps = history.drop_leaf_steps(leaf)
+    if leaf.state == history.LOG:
+        if not await _change(conn, [steps["detach"]]):
+            return None
+        await _drop_detached(conn, leaf.name)
+        return 0
     try:
         async with conn.transaction():
             await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")

@@ -15,6 +15,12 @@ own: the other services (promotion, rescues) go on meanwhile, and a vacuum autov
 or an operator is already running is not waited for. Dead rows a vacuum could not
 remove (a long transaction elsewhere holds them) do not count towards the next one,
 and a vacuum that took t seconds is followed by no other for SPACING * t.
+
+The same goes for the other tables the engine deletes from row by row (TABLES): the
+steps of the jobs that retention removes, the flows that go with their last node and
+their edges. (The log lines' table is partitioned by time instead: the space of the
+lines deleted comes back when their leaf is dropped; queue_engine.history.) Without a vacuum the space they leave is never used again, and
+on a database whose autovacuum is off or slow they grow for good.
 """
 
 from __future__ import annotations
@@ -35,49 +41,65 @@ CHECK_INTERVAL = 2.0  # seconds between two looks at the statistics
 MIN_DEAD = 10_000
 SHARE = 0.1  # of the live rows
 SPACING = 1.0  # a vacuum of t seconds is followed by no other for SPACING * t
+LIVE = "queue_engine_job"
+TABLES = (
+    LIVE,
+    "queue_engine_jobstep",
+    "queue_engine_flow",
+    "queue_engine_flowedge",
+)
 
 
 class LiveTableVacuum:
     """A leader service: see the module's docstring."""
 
-    def __init__(self, conninfo: str) -> None:
+    def __init__(self, conninfo: str, tables: tuple[str, ...] = TABLES) -> None:
         self.connection = Connection(conninfo, "vacuum")
         self.task: asyncio.Task[None] | None = None
         self.not_before = float("-inf")
-        self.left = 0  # dead rows the last vacuum could not remove
-        self.vacuums = 0
+        self.tables = tables
+        self.left = dict.fromkeys(tables, 0)  # dead rows the last vacuum could not remove
+        self.vacuums = 0  # of the live table
 
     async def __call__(self, conn: psycopg.AsyncConnection) -> None:
         if self.task is not None and not self.task.done():
             return
         if time.monotonic() < self.not_before:
             return
-        if await self.due(conn):
-            self.task = asyncio.create_task(self.vacuum(), name="queue_engine vacuum")
+        if tables := await self.due(conn):
+            self.task = asyncio.create_task(self.vacuum(tables), name="queue_engine vacuum")
 
-    async def due(self, conn: psycopg.AsyncConnection) -> bool:
-        cur = await conn.execute(sql.LIVE_TABLE_ROWS)
-        row = await cur.fetchone()
-        if row is None or row[0] is None:
-            return False  # no statistics (track_counts off): autovacuum cannot run either
-        dead, live = int(row[0]), int(row[1] or 0)
-        return dead - self.left >= max(MIN_DEAD, SHARE * live)
+    async def due(self, conn: psycopg.AsyncConnection) -> list[str]:
+        """The tables whose dead rows call for a vacuum. None without statistics
+        (track_counts off), when autovacuum cannot run either."""
+        return [
+            table
+            for table, dead, live in await self._rows(conn, self.tables)
+            if dead is not None and dead - self.left[table] >= max(MIN_DEAD, SHARE * live)
+        ]
 
-    async def vacuum(self) -> None:
+    async def vacuum(self, tables: list[str]) -> None:
         started = time.monotonic()
         try:
             conn = await self.connection.get()
-            await conn.execute(sql.VACUUM_LIVE_TABLE)
-            cur = await conn.execute(sql.LIVE_TABLE_ROWS)
-            row = await cur.fetchone()
-            self.left = int(row[0] or 0) if row else 0
-            self.vacuums += 1
-            log.debug("vacuumed the live job table in %.3f s", time.monotonic() - started)
+            for table in tables:
+                await conn.execute(f"VACUUM (SKIP_LOCKED) {table}")  # type: ignore[arg-type]  # fixed names
+            for table, dead, _ in await self._rows(conn, tuple(tables)):
+                self.left[table] = dead or 0
+            self.vacuums += LIVE in tables
+            log.debug("vacuumed %s in %.3f s", ", ".join(tables), time.monotonic() - started)
         except psycopg.Error as exc:
-            log.warning("vacuum of the live job table failed: %s", exc)
+            log.warning("vacuum of %s failed: %s", ", ".join(tables), exc)
             await self.connection.lost(exc)
         finally:
             self.not_before = time.monotonic() + SPACING * (time.monotonic() - started)
+
+    @staticmethod
+    async def _rows(
+        conn: psycopg.AsyncConnection, tables: tuple[str, ...]
+    ) -> list[tuple[str, int | None, int]]:
+        cur = await conn.execute(sql.TABLE_ROWS, [list(tables)])
+        return [(str(t), d, int(live or 0)) for t, d, live in await cur.fetchall()]
 
     async def close(self) -> None:
         if self.task is not None:
