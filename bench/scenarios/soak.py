@@ -64,7 +64,8 @@ SELECT (SELECT count(*) FROM queue_engine_job),
        pg_total_relation_size('queue_engine_job'),
        (SELECT COALESCE(sum(pg_total_relation_size(relid)), 0)
           FROM pg_partition_tree('queue_engine_jobrecord') WHERE isleaf),
-       pg_total_relation_size('queue_engine_joblog'),
+       (SELECT COALESCE(sum(pg_total_relation_size(relid)), 0)
+          FROM pg_partition_tree('queue_engine_joblog') WHERE isleaf),
        pg_total_relation_size('queue_engine_flow')
          + pg_total_relation_size('queue_engine_flowedge'),
        (SELECT count(*) FROM pg_partition_tree('queue_engine_jobrecord') WHERE isleaf)
@@ -101,7 +102,7 @@ def run(env: BenchEnv) -> list[dict[str, Any]]:
             stop.set()
             sampler.join()
         workers.check_alive()
-        env.truncate()
+    env.truncate()  # with the fleet stopped: it may still be settling a backlog
     after = [s for s in samples if s["minute"] * 60 >= SETTLE]
     growth = {c: growth_per_minute(after, c) for c in SIZE_COLUMNS}
     worst = max(growth, key=lambda c: growth[c]) if after else None
