@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from bench.scenarios import SCENARIOS
@@ -59,12 +60,19 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.harness import run
 
+    # A terminated bench (kill, `timeout`) unwinds like an interrupted one: the worker
+    # fleets it started run in sessions of their own and are stopped only on the way out.
+    signal.signal(signal.SIGTERM, _terminated)
     return run(
         list(dict.fromkeys(args.scenarios)) or list(SCENARIOS),
         repeats=args.repeats,
         duration=args.duration,
         rate=args.rate,
     )
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"terminated by signal {signum}")
 
 
 if __name__ == "__main__":
