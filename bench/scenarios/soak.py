@@ -199,9 +199,14 @@ def sample_every(
     stop: threading.Event,
     samples: list[dict[str, float]],
 ) -> None:
+    # On a fixed schedule, not `every` after the last sample ended: the history's size
+    # is a sawtooth with the leaves' span (a minute), and samples that drift against it
+    # (62 s apart) draw a slow beat that a regression reads as growth.
     started = time.monotonic()
+    taken = 0
     with env.connect() as conn:
-        while not stop.wait(every):
+        while not stop.wait(max(0.0, started + (taken + 1) * every - time.monotonic())):
+            taken += 1
             live, records, live_b, history_b, logs_b, flows_b, leaves = conn.execute(
                 SIZES
             ).fetchone()  # type: ignore[misc]
@@ -213,10 +218,10 @@ def sample_every(
                     "live_rows": int(live),
                     "history_rows": int(records),
                     "leaves": int(leaves),
-                    "live_mb": round(live_b / mb, 2),
-                    "history_mb": round(history_b / mb, 2),
-                    "logs_mb": round(logs_b / mb, 2),
-                    "flows_mb": round(flows_b / mb, 2),
+                    "live_mb": round(float(live_b) / mb, 2),
+                    "history_mb": round(float(history_b) / mb, 2),
+                    "logs_mb": round(float(logs_b) / mb, 2),
+                    "flows_mb": round(float(flows_b) / mb, 2),
                     "rss_mb": round(sum(rss_kb(pid) for pid in pids) / 1024, 1),
                     "completed_per_s": round(int(done) / every, 1),
                     "p99_ms": round(float(p99 or 0.0) * 1000, 2),
