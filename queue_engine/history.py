@@ -1,6 +1,6 @@
 """The history, partitioned so that retention drops whole tables instead of rows.
 
-Layout (created by migration 0004):
+Layout (made by migration 0002_sql, queue_engine/schema/partitioned.py):
 
     queue_engine_jobrecord                      PARTITION BY LIST (state)
       queue_engine_jobrecord_<state>            PARTITION BY RANGE (finished_at)

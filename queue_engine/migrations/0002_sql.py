@@ -1,8 +1,10 @@
-"""Every SQL function and trigger of the engine, in its final form, from queue_engine/schema/."""
+"""Every SQL function and trigger of the engine, in its final form, from queue_engine/schema/,
+and the history and log tables made partitioned (queue_engine/schema/partitioned.py)."""
 
 from django.db import migrations
 
 from queue_engine.schema import load_sql
+from queue_engine.schema.partitioned import partition_history, partition_logs, unpartition
 
 
 class Migration(migrations.Migration):
@@ -19,4 +21,6 @@ class Migration(migrations.Migration):
             "DROP FUNCTION IF EXISTS "
             "queue_engine_limited_rooms(text[], int, text[], text[], int[]);",
         ),
+        migrations.RunPython(partition_history, unpartition("JobRecord")),
+        migrations.RunPython(partition_logs, unpartition("JobLog")),
     ]
