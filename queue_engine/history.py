@@ -22,9 +22,8 @@ leaves ahead of the clock (`missing_ranges`) and drops the due ones
 
 What partitions cannot do is left to retention's row-by-row collector
 (queue_engine.worker.services.retention): a queue whose window is shorter than its
-state's longest by more than a span, and the default leaves (rows that ended before
-the upgrade, rows written while no leader created leaves, rows inserted with an old
-finish time). The ended nodes of a flow still running, which its children still read,
+state's longest, and the default leaves (rows written while no leader created leaves,
+rows inserted with an old finish time). The ended nodes of a flow still running, which its children still read,
 move to the default leaf when their leaf goes, and go with their flow.
 """
 
