@@ -2,7 +2,7 @@
 -- time its configuration row (from the defaults the last worker start or migrate wrote
 -- from QUEUE_ENGINE, or the model's defaults when there are none, e.g. right after a
 -- flush), and wake workers with one NOTIFY per queue that got runnable jobs.
--- The NOTIFY payload is the queue name only, never a row.
+-- The NOTIFY payload names the queue and how many jobs, never a row's contents.
 --
 -- One query lists each queue of the statement's rows with whether it has a
 -- configuration yet and whether a row is runnable now; the defaults are read and the
@@ -15,7 +15,11 @@ DECLARE
     d record;
 BEGIN
     FOR r IN
-        SELECT n.queue, bool_or(n.state = 'available') AS runnable,
+        SELECT n.queue, count(*) FILTER (WHERE n.state = 'available') AS runnable,
+               min(n.id) FILTER (WHERE n.state = 'available') AS first,
+               max(n.priority) FILTER (WHERE n.state = 'available') AS priority,
+               min(n.run_at) FILTER (WHERE n.state = 'available') AS run_at,
+               bool_or(n.labels <> '{}') FILTER (WHERE n.state = 'available') AS labelled,
                NOT EXISTS (SELECT 1 FROM queue_engine_queueconfig c
                             WHERE c.name = n.queue) AS unknown
           FROM new_rows n
@@ -36,8 +40,15 @@ BEGIN
                 ON CONFLICT (name) DO NOTHING;
             END IF;
         END IF;
-        IF r.runnable THEN
-            PERFORM pg_notify('qe_wake', r.queue);
+        IF r.runnable > 0 THEN
+            -- "<ticket> <count> <hops> <priority> <run_at> <queue>" (worker/roster.py):
+            -- as many workers wake as the jobs need, taking turns by job id, and every
+            -- worker's claims of the queue start no later than these jobs; jobs that
+            -- need labels wake every worker (count 0), as only some may take them.
+            PERFORM pg_notify('qe_wake', r.first || ' '
+                || CASE WHEN r.labelled THEN 0 ELSE r.runnable END || ' 0 '
+                || r.priority || ' ' || (extract(epoch FROM r.run_at) * 1000000)::bigint
+                || ' ' || r.queue);
         END IF;
     END LOOP;
     RETURN NULL;

@@ -36,8 +36,37 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 # - Jobs of a paused kind are passed over as they are walked, like a full key's: a
 #   pause or a resume applies at every worker's next claim. A large backlog of a
 #   paused kind at the head of a queue makes that queue's claims slower, never stuck.
-CLAIM = """
-WITH configs AS (
+# What a claim's walks of a queue pass over: jobs for other labels, suspects (but in a
+# claim alone), full keys, paused kinds.
+_FILTERS = """(labels = '{}' OR labels <@ %(labels)s::varchar[])
+                   -- Suspects only in a claim alone (see above), which takes nothing else.
+                   AND (rescues >= 2) = %(alone)s
+                   AND (q.full_keys IS NULL OR group_key IS NULL
+                        OR group_key <> ALL(q.full_keys))
+                   AND (p.kinds IS NULL OR kind <> ALL(p.kinds))"""
+
+# A priority above any job's (the qe_job_priority_range check): a floor there starts the
+# claim at the head of the queue.
+NO_FLOOR = 101
+
+# The claim's parameters for no floor at all.
+NO_FLOORS: dict[str, list[object]] = {
+    "floor_queues": [],
+    "floor_priorities": [],
+    "floor_run_ats": [],
+    "floor_ids": [],
+}
+
+CLAIM = f"""
+WITH floors AS (
+    -- Where this worker's claims of each queue start (worker/floors.py): past the
+    -- jobs it has seen claimed, whose entries stay in the claim index until vacuum
+    -- removes them. While a long transaction holds vacuum back, a claim from the head
+    -- of the index visits every one of them; from its floor, none.
+    SELECT * FROM unnest(%(floor_queues)s::varchar[], %(floor_priorities)s::int[],
+                         %(floor_run_ats)s::timestamptz[], %(floor_ids)s::bigint[])
+           AS f(queue, priority, run_at, id)
+), configs AS (
     SELECT c.* FROM queue_engine_queueconfig c
      WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
 ), paused AS (
@@ -67,6 +96,14 @@ WITH configs AS (
                     WHERE g.queue = c.name AND g.max_concurrency = 0) f)
            END AS full_keys,
            (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL OR k.grouped) AS limited,
+           -- No floor (a priority above any job's, so the scan below the floor's
+           -- priority reads the whole queue) for a queue without one, and for a
+           -- limited queue: a job its limits pass over must be read again when they
+           -- let it through, and nothing would lower the floor then.
+           CASE WHEN f.queue IS NULL OR c.max_concurrency IS NOT NULL
+                     OR c.rate_limit IS NOT NULL OR k.grouped
+                THEN {NO_FLOOR} ELSE f.priority END AS floor_priority,
+           COALESCE(f.run_at, '-infinity') AS floor_run_at, COALESCE(f.id, 0) AS floor_id,
            -- Without the queue's lock: how many candidates are worth reading and locking.
            GREATEST(LEAST(
                %(limit)s,
@@ -83,25 +120,38 @@ WITH configs AS (
            SELECT c.group_concurrency IS NOT NULL OR EXISTS (
                       SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name)
                   AS grouped) k
+      LEFT JOIN floors f ON f.queue = c.name
 ), candidates AS (
     SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.limited, q.room_guess
       FROM q CROSS JOIN paused p CROSS JOIN LATERAL (
-            SELECT id, queue, group_key, priority, run_at
-              FROM queue_engine_job
-             WHERE state = 'available' AND queue = q.name AND run_at <= now()
-               AND (labels = '{}' OR labels <@ %(labels)s::varchar[])
-               -- Suspects only in a claim alone (see above), which takes nothing else.
-               AND (rescues >= 2) = %(alone)s
-               AND (q.full_keys IS NULL OR group_key IS NULL
-                    OR group_key <> ALL(q.full_keys))
-               AND (p.kinds IS NULL OR kind <> ALL(p.kinds))
-             ORDER BY priority DESC, run_at, id
-             -- Only the room: every extra row is locked and ranked while the queue's
-             -- claimers wait. A key with less room than jobs among them leaves the
-             -- claim short, and the worker claims again in 10 ms (`held`), passing
-             -- over the keys this one filled.
-             LIMIT q.room_guess
-               FOR UPDATE SKIP LOCKED
+            -- The floor's priority past the floor, then the lower priorities: two
+            -- walks of the claim index, each from where its range starts. Only the
+            -- room: every extra row is locked and ranked while the queue's claimers
+            -- wait. A key with less room than jobs among them leaves the claim short,
+            -- and the worker claims again in 10 ms (`held`), passing over the keys
+            -- this one filled.
+            WITH ahead AS (
+                SELECT id, queue, group_key, priority, run_at
+                  FROM queue_engine_job
+                 WHERE state = 'available' AND queue = q.name AND priority = q.floor_priority
+                   AND (run_at, id) > (q.floor_run_at, q.floor_id) AND run_at <= now()
+                   AND {_FILTERS}
+                 ORDER BY run_at, id
+                 LIMIT q.room_guess
+                   FOR UPDATE SKIP LOCKED
+            )
+            SELECT * FROM ahead
+             UNION ALL
+            SELECT * FROM (
+                SELECT id, queue, group_key, priority, run_at
+                  FROM queue_engine_job
+                 WHERE state = 'available' AND queue = q.name AND priority < q.floor_priority
+                   AND run_at <= now()
+                   AND {_FILTERS}
+                 ORDER BY priority DESC, run_at, id
+                 LIMIT q.room_guess - (SELECT count(*) FROM ahead)
+                   FOR UPDATE SKIP LOCKED
+            ) below
            ) j
      WHERE q.room_guess > 0
 ), ranked AS (
@@ -111,9 +161,9 @@ WITH configs AS (
       FROM candidates c
 ), keys AS (
     SELECT (SELECT array_agg(DISTINCT c.queue) FROM candidates c WHERE c.limited) AS locked,
-           COALESCE(array_agg(queue), '{}') AS queues,
-           COALESCE(array_agg(group_key), '{}') AS keys,
-           COALESCE(array_agg(group_concurrency), '{}') AS defaults
+           COALESCE(array_agg(queue), '{{}}') AS queues,
+           COALESCE(array_agg(group_key), '{{}}') AS keys,
+           COALESCE(array_agg(group_concurrency), '{{}}') AS defaults
       FROM (SELECT DISTINCT queue, group_key, group_concurrency FROM candidates
              WHERE grouped AND group_key IS NOT NULL) d
 ), rooms AS (
@@ -171,7 +221,8 @@ WITH configs AS (
               -- a job whose meta says it recorded some (sql.RECORD_STEPS marks it).
               CASE WHEN j.meta ? 'has_steps' THEN (
                   SELECT jsonb_object_agg(s.name, s.result)::text
-                    FROM queue_engine_jobstep s WHERE s.job_id = j.id) END AS steps
+                    FROM queue_engine_jobstep s WHERE s.job_id = j.id) END AS steps,
+              j.priority, j.run_at
 ), logged AS (
     -- Starts are counted per span of a 600th of the rate window (at least 0.1 s), each
     -- row stamped with its span's end: a window's sum reads at most about 600 rows
@@ -213,18 +264,18 @@ WITH configs AS (
            SELECT 1 FROM queue_engine_job s
             WHERE s.rescues >= 2 AND s.queue = q.name AND s.state = 'available'
               AND s.run_at <= now()
-              AND s.kind <> ALL(COALESCE((SELECT kinds FROM paused), '{}'))
-              AND (s.labels = '{}' OR s.labels <@ %(labels)s::varchar[]))
+              AND s.kind <> ALL(COALESCE((SELECT kinds FROM paused), '{{}}'))
+              AND (s.labels = '{{}}' OR s.labels <@ %(labels)s::varchar[]))
 )
 SELECT * FROM claimed
  UNION ALL  -- marker rows, no id: one per queue, the queue in its place, the marker as kind
-SELECT NULL, 'held', h.queue, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT NULL, 'held', h.queue, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM held h
  UNION ALL
-SELECT NULL, 'limited', l.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT NULL, 'limited', l.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM limited l
  UNION ALL
-SELECT NULL, 'suspects', s.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT NULL, 'suspects', s.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM suspects s
 """
 
@@ -243,7 +294,8 @@ SELECT j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff::t
        extract(epoch FROM j.lease_expires_at - j.heartbeat_at)::int AS lock_duration,
        CASE WHEN j.meta ? 'has_steps' THEN (
            SELECT jsonb_object_agg(s.name, s.result)::text
-             FROM queue_engine_jobstep s WHERE s.job_id = j.id) END AS steps
+             FROM queue_engine_jobstep s WHERE s.job_id = j.id) END AS steps,
+       j.priority, j.run_at
   FROM queue_engine_job j
  WHERE j.state = 'running' AND j.claim_token = %(token)s AND j.lease_owner = %(worker)s
 """

@@ -1,6 +1,7 @@
 """Flow statements: submit, release dependants on settle, keep flow state true."""
 
 from queue_engine.sql.fragments import MOVED, SUCCEEDED_DONE, SUCCEEDED_MOVE, at, back_to_live
+from queue_engine.sql.notify import wake_per_queue
 
 # A flow's own row; its nodes and edges follow in the same transaction.
 INSERT_FLOW = """
@@ -65,7 +66,7 @@ releasing AS (
                          THEN GREATEST(j.run_at, now()) ELSE j.run_at END
       FROM releasing r
      WHERE j.id = r.child_id AND j.pending_deps <= r.n
-    RETURNING j.id, j.queue, j.state, r.flow_id, r.n
+    RETURNING j.id, j.queue, j.labels, j.priority, j.run_at, j.state, r.flow_id, r.n
 ), counted AS (
     -- The children not updated above, as a set difference: both sides are CTEs the
     -- planner guesses at one row, and as an anti-join it would compare every pair of
@@ -140,7 +141,7 @@ SELECT (SELECT count(*) FROM parents), (SELECT count(*) FROM released), ({NOTE_R
 # last parents at once each miss the other's row inside their own transaction; the
 # release that starts last sees both. A child another release is taking is waited
 # for, then skipped (no longer blocked).
-RELEASE_COUNTED = """
+RELEASE_COUNTED = f"""
 WITH sums AS (
     SELECT c.child_id, sum(c.n) AS n FROM queue_engine_flowcountdown c
      WHERE c.flow_id = ANY(%s::bigint[])
@@ -161,11 +162,10 @@ WITH sums AS (
     UPDATE queue_engine_job j
        SET pending_deps = 0, state = 'available', run_at = GREATEST(j.run_at, now())
      WHERE j.id = ANY(ARRAY(SELECT id FROM ready))
-    RETURNING j.id, j.queue
+    RETURNING j.id, j.queue, j.labels, j.priority, j.run_at
 ), cleared AS (
     DELETE FROM queue_engine_flowcountdown c USING released r WHERE c.child_id = r.id
-), woken AS (
-    SELECT pg_notify('qe_wake', queue) FROM (SELECT DISTINCT queue FROM released) q
+), woken AS ({wake_per_queue("released")}
 )
 SELECT (SELECT count(*) FROM released), (SELECT count(*) FROM woken)
 """
@@ -193,9 +193,7 @@ WITH marker AS (
     DELETE FROM queue_engine_flowrelease m
      WHERE m.id = (SELECT id FROM marker)
        AND NOT EXISTS (SELECT 1 FROM counting d WHERE d.nth > %(chunk)s::int)
-), woken AS (
-    SELECT pg_notify('qe_wake', q.queue)
-      FROM (SELECT DISTINCT l.queue FROM released l WHERE l.state = 'available') q
+), woken AS ({wake_per_queue("released", "w.state = 'available'")}
 )
 SELECT (SELECT count(*) FROM marker), (SELECT count(*) FROM released),
        (SELECT count(*) FROM woken),

@@ -3,6 +3,7 @@ and the sweeps of stale workers and old claim-log rows.
 """
 
 from queue_engine.sql.fragments import MOVED
+from queue_engine.sql.notify import wake_per_queue
 
 # Claim-log rows older than their queue's rate window: no rate limit reads them again.
 PRUNE_CLAIM_LOG = """
@@ -14,7 +15,7 @@ DELETE FROM queue_engine_claimlog l
 
 # Scheduled jobs whose time has come become available (at most one poll late).
 # One statement (one round trip, atomic on its own): promote and wake each queue once.
-PROMOTE_SCHEDULED = """
+PROMOTE_SCHEDULED = f"""
 WITH due AS (
     SELECT id FROM queue_engine_job
      WHERE state = 'scheduled' AND run_at <= now()
@@ -24,9 +25,8 @@ WITH due AS (
 ), promoted AS (
     UPDATE queue_engine_job j SET state = 'available'
       FROM due WHERE j.id = due.id
-    RETURNING j.queue
-), woken AS (
-    SELECT pg_notify('qe_wake', queue) FROM (SELECT DISTINCT queue FROM promoted) q
+    RETURNING j.id, j.queue, j.labels, j.priority, j.run_at
+), woken AS ({wake_per_queue("promoted")}
 )
 -- In the select list, where it must run once for the rows to be returned: referenced
 -- through a join on true, Postgres dropped the join and woke no one.

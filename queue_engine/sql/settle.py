@@ -10,6 +10,7 @@ from queue_engine.sql.fragments import (
     SUCCEEDED_MOVE,
     at,
 )
+from queue_engine.sql.notify import microseconds
 
 # Succeeded jobs (not flow nodes): out of the live table and into the history, fenced by
 # their claim token, in one statement.
@@ -111,18 +112,27 @@ RELEASE_RUNNING = _RELEASE.format(
 # zero: the queues sql.NOTE_RELEASED noted in the session) if its own claim left
 # runnable jobs there. Waking them at the settle's commit would send every worker's
 # lanes after a chain's next node, which the settling lane then claims itself: a herd
-# of empty claims at every step. One probe of the claim index per queue, rather than
-# finding the released children again by their parents' edges, which costs in
-# proportion to a fan-out's width.
+# of empty claims at every step. A walk of the claim index per queue, in its order, up
+# to 500 jobs (how many are left says how many workers the hint wakes, and the first of
+# them where the workers' claims must start: worker/roster.py), rather than finding
+# the released children again by their parents' edges.
 # The note is cleared after it is read (CLEAR_RELEASED).
-WAKE_LEFT = """
-SELECT pg_notify('qe_wake', x.queue) FROM (
-    SELECT DISTINCT q.queue FROM unnest(
-        %(queues)s::varchar[]
-        || COALESCE(NULLIF(current_setting('qe.released', true), ''), '{}')::varchar[]) AS q(queue)
-) x
- WHERE EXISTS (SELECT 1 FROM queue_engine_job j
-                WHERE j.state = 'available' AND j.queue = x.queue AND j.run_at <= now())
+WAKE_LEFT = f"""
+SELECT pg_notify('qe_wake', txid_current() || ' '
+       || CASE WHEN x.labelled THEN 0 ELSE x.n END || ' 0 '
+       || x.priority || ' ' || {microseconds("x.run_at")} || ' ' || x.queue)
+  FROM (SELECT q.queue, count(*) AS n, bool_or(j.labels <> '{{}}') AS labelled,
+               max(j.priority) AS priority, min(j.run_at) AS run_at
+          FROM (SELECT DISTINCT queue FROM unnest(
+                    %(queues)s::varchar[]
+                    || COALESCE(NULLIF(current_setting('qe.released', true), ''),
+                                '{{}}')::varchar[]) AS u(queue)) q
+         CROSS JOIN LATERAL (
+               SELECT j.labels, j.priority, j.run_at FROM queue_engine_job j
+                WHERE j.state = 'available' AND j.queue = q.queue AND j.run_at <= now()
+                ORDER BY j.priority DESC, j.run_at, j.id
+                LIMIT 500) j
+         GROUP BY q.queue) x
 """
 
 

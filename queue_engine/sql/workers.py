@@ -21,6 +21,14 @@ UPDATE queue_engine_workerprocess
 """
 
 
+# The workers alive now (a heartbeat within %(fresh)s seconds), for the ring the
+# wake-up hints go round (worker/roster.py). Read at every heartbeat.
+LIVE_WORKERS = """
+SELECT id, queues, concurrency, in_flight FROM queue_engine_workerprocess
+ WHERE heartbeat_at > now() - make_interval(secs => %(fresh)s)
+"""
+
+
 # A worker that stops removes its registration.
 UNREGISTER_WORKER = "DELETE FROM queue_engine_workerprocess WHERE id = %s"
 

@@ -67,6 +67,8 @@ class ClaimedJob(NamedTuple):
     outputs: str | None  # JSON text of the parents' outputs (flow nodes)
     lock_seconds: float  # the job's lease; the heartbeat beats well within it
     steps: str | None  # JSON text: the durable steps earlier attempts recorded, by name
+    priority: int  # with run_at and the id, its place in the claim index (worker/floors.py)
+    run_at: datetime
 
 
 class Execution:

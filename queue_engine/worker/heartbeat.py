@@ -14,10 +14,17 @@ import psycopg
 
 from queue_engine import sql
 from queue_engine.worker.outage import describe
+from queue_engine.worker.roster import Roster
 from queue_engine.worker.shared import Shared
 from queue_engine.worker.store import Connection
 
 log = logging.getLogger("queue_engine.worker")
+
+# Beats come at most BEAT_MAX seconds apart; a worker silent for three of them is left
+# out of the ring the wake-up hints go round (a worker killed outright goes unswept
+# for a minute, and its share of the hints would wait for other workers' polls).
+BEAT_MAX = 5.0
+RING_FRESH = 3 * BEAT_MAX
 
 
 class Heartbeat:
@@ -29,18 +36,20 @@ class Heartbeat:
         *,
         registration: Callable[[], dict[str, Any]],
         is_leader: Callable[[], bool],
+        roster: Roster,
     ) -> None:
         self.worker_id = worker_id
         self.shared = shared
         self.aux = aux
         self.registration = registration
         self.is_leader = is_leader
+        self.roster = roster
 
     async def loop(self) -> None:
         last = 0.0
         shared = self.shared
         while True:
-            interval = max(0.2, min(5.0, shared.min_lock / 3))
+            interval = max(0.2, min(BEAT_MAX, shared.min_lock / 3))
             if shared.inflight or shared.busy.is_set():
                 await asyncio.sleep(min(interval, 0.5))  # a new claim may shorten the interval
             else:  # idle: the next beat, unless a job starts first
@@ -70,6 +79,8 @@ class Heartbeat:
                 # registers again rather than vanishing from the console for good.
                 await conn.execute(sql.REGISTER_WORKER, self.registration())
                 log.info("worker %s: its registration was gone; registered again", self.worker_id)
+            live = await conn.execute(sql.LIVE_WORKERS, {"fresh": RING_FRESH})
+            self.roster.update(await live.fetchall())
             if not executions:
                 return
             cur = await conn.execute(

@@ -4,7 +4,6 @@ trip per batch; and, at the shutdown timeout, give back what still runs."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -16,6 +15,7 @@ import psycopg
 from queue_engine import sql
 from queue_engine.worker.execution import ClaimedJob, Execution, Outcome
 from queue_engine.worker.flusher import Output
+from queue_engine.worker.giveback import hand_over
 from queue_engine.worker.options import WorkerOptions
 from queue_engine.worker.script import Prepared, Script
 from queue_engine.worker.settle import SettleBatch, refused, settle_one_by_one, why_refused
@@ -33,9 +33,6 @@ HELD_BACK_FIRST = 0.01
 # At the shutdown timeout, handlers are told to stop and get this long to heed it
 # (ctx.sleep() returns, async handlers are cancelled) before their jobs are given back.
 SHUTDOWN_GRACE = 0.5
-# A job given back while its plain function still runs is claimable again only this
-# much later: the process exits right after the release, and its threads with it.
-RELEASE_FENCE = 1.0
 # How long a stopping worker waits for Postgres to give jobs back, settle and say
 # goodbye; out of reach longer, it leaves that to the leases. And a backstop: a stop
 # that overruns the shutdown timeout by STOP_OVERDUE ends the process there.
@@ -99,6 +96,9 @@ class Lanes:
         """No more claims: the lanes settle what runs, up to the shutdown timeout."""
         self.stopping = True
         self.shared.wakeup.set()
+
+    def free_slots(self) -> int:
+        return 0 if self.stopping else self.concurrency - len(self.shared.inflight) - self.reserved
 
     def connections(self) -> list[Connection]:
         return [self.claimer, *self.extra_lanes]
@@ -167,6 +167,12 @@ class Lanes:
                 poll = self.options.poll_interval * (1 if conn is self.claimer else 5)
                 await self._wait(self.deadline, poll)
                 continue
+            if want and self.claiming and not self.shared.outcomes:
+                # Another lane's claim is on its way and this one has nothing to settle:
+                # one hint makes one claim, not one per lane. That claim wakes this lane
+                # when it comes back full.
+                await self._wait(self.deadline, self.options.poll_interval)
+                continue
             settle_only = bool(want and self.claiming and self.serial_claims)
             if settle_only:
                 want = 0  # the other lane's claim is on its way: this one only settles
@@ -175,6 +181,7 @@ class Lanes:
                     continue
             outcomes, self.shared.outcomes = self.shared.outcomes, []
             freed = self.freed_meanwhile
+            woken = self.shared.woken
             # No queue with limits in sight: the settle and the claim share one
             # transaction, and the claim sees what the settle made runnable.
             merged = bool(want) and not self.serial_claims
@@ -200,7 +207,11 @@ class Lanes:
                 self.freed_meanwhile += 1
                 self.shared.maybe_more = True
             if want:
-                self.shared.maybe_more = len(rows) >= want or self.freed_meanwhile != freed
+                self.shared.maybe_more = (
+                    len(rows) >= want or self.freed_meanwhile != freed or self.shared.woken != woken
+                )
+                if self.shared.maybe_more:
+                    self.shared.wakeup.set()  # the other lane claims beside this one
                 self.serial_claims = "limited" in markers
                 self._held_back("held" in markers, bool(rows))
                 if alone:
@@ -268,7 +279,9 @@ class Lanes:
         try:
             await asyncio.wait_for(self.shared.wakeup.wait(), timeout=timeout)
         except TimeoutError:
-            self.shared.maybe_more = True  # poll: notifications may have been lost
+            # A poll: notifications may have been lost, and jobs may wait behind floors.
+            self.shared.maybe_more = True
+            self.shared.floors.look_behind = True
         self.shared.wakeup.clear()
 
     def _start(self, row: tuple[Any, ...], token: int) -> None:
@@ -327,7 +340,10 @@ class Lanes:
             pending = self.output.progress.pop(job_id, None) or self.output.flushing.get(job_id)
             if pending is not None:
                 batch.progress[job_id] = pending
+        floors = self.shared.floors
+        floor_params, numbered, floorless = floors.for_claim(alone) if want else ({}, 0, True)
         claim = {
+            **floor_params,
             "all_queues": not self.options.queues,
             "queues": self.options.queues,
             "labels": self.options.labels,
@@ -385,7 +401,11 @@ class Lanes:
 
         try:
             rows = await lane.run(action, what="settle and claim")
-        except (psycopg.Error, UnicodeError) as exc:
+        except BaseException as exc:
+            if want:
+                floors.dropped(numbered)
+            if not isinstance(exc, psycopg.Error | UnicodeError):
+                raise
             if not (batch and refused(exc)):
                 log.exception("settle and claim failed; the jobs will be rescued after their lease")
                 return [], token
@@ -404,6 +424,8 @@ class Lanes:
             )
             self.shared.maybe_more = True  # the claim did not run
             return [], token
+        if want:
+            floors.claimed(numbered, (row for row in rows if row[0] is not None), floorless)
         if sent:
             batch.report(log, sent[-1])
             if batch.left_children(sent[-1]):
@@ -440,7 +462,10 @@ class Lanes:
                 # returns is dropped.
                 self.threads.drop(execution)
         try:
-            await asyncio.wait_for(self._hand_over(lane, outcomes, running), STOP_PATIENCE)
+            await asyncio.wait_for(
+                hand_over(lane, outcomes, running, self.threads, settle=self._settle_and_claim),
+                STOP_PATIENCE,
+            )
         except TimeoutError:
             log.warning(
                 "Postgres did not answer while giving jobs back: %d job(s) come back after "
@@ -450,47 +475,3 @@ class Lanes:
         for execution in running:
             if execution.task is not None:
                 execution.task.cancel()
-
-    async def _hand_over(
-        self, lane: Connection, outcomes: list[Outcome], running: list[Execution]
-    ) -> None:
-        if outcomes:
-            await self._settle_and_claim(lane, outcomes, 0)
-        if not running:
-            return
-        threads = [e for e in running if e in self.threads.running]
-        log.warning(
-            "shutdown timeout: giving back %d running job(s)%s",
-            len(running),
-            f"; {len(threads)} plain function(s) still run and end with this process"
-            if threads
-            else "",
-        )
-        for statement, items, extra in (
-            (sql.RELEASE, [e for e in running if e not in threads], {}),
-            (sql.RELEASE_RUNNING, threads, {"after": RELEASE_FENCE}),
-        ):
-            if items:
-                await self._release(lane, statement, items, extra)
-
-    async def _release(
-        self,
-        lane: Connection,
-        statement: str,
-        executions: list[Execution],
-        extra: dict[str, Any],
-    ) -> None:
-        params = {
-            "ids": [e.job_id for e in executions],
-            "tokens": [e.token for e in executions],
-            **extra,
-        }
-
-        async def action(conn: psycopg.AsyncConnection) -> None:
-            async with conn.transaction():
-                cur = await conn.execute(statement, params)
-                queues = sorted({q for _, q in await cur.fetchall()})
-                await conn.execute(sql.NOTIFY_QUEUES, [queues])
-
-        with contextlib.suppress(psycopg.Error):  # logged by run(); the leases bring them back
-            await lane.run(action, what="release", attempts=5)

@@ -26,6 +26,7 @@ from queue_engine.worker.lanes import STOP_OVERDUE, STOP_PATIENCE, Lanes
 from queue_engine.worker.leader import Leader
 from queue_engine.worker.listener import Listener
 from queue_engine.worker.options import WorkerOptions
+from queue_engine.worker.roster import Roster, Wake
 from queue_engine.worker.services import leader_services
 from queue_engine.worker.services.flow_countdown import count_down_more
 from queue_engine.worker.services.promoter import promote_due
@@ -51,8 +52,14 @@ class Worker:
             options, self.worker_id, self.shared, self.output, self.threads, promote=self._promote
         )
         self.flusher = Flusher(self.output, self.shared, self.aux)
+        self.roster = Roster(self.worker_id)
         self.listener = Listener(
-            Connection(options.conninfo, "listener"), options.queues, self.shared
+            Connection(options.conninfo, "listener"),
+            options.queues,
+            self.shared,
+            roster=self.roster,
+            free=self.lanes.free_slots,
+            hand_on=self._hand_on,
         )
         self.leader = Leader(
             self.worker_id,
@@ -69,6 +76,7 @@ class Worker:
             self.aux,
             registration=self._registration,
             is_leader=lambda: self.leader.is_leader,
+            roster=self.roster,
         )
         # The rest of the fan-outs this worker's settles began to release: counted down
         # a chunk at a time on a connection of its own (opened when first needed) while
@@ -76,6 +84,7 @@ class Worker:
         self.releaser = Connection(options.conninfo, "releaser")
         self._signals = 0
         self._tasks: list[asyncio.Task[Any]] = []
+        self._handing_on: set[asyncio.Task[Any]] = set()
 
     async def run(self) -> int:
         capture.install()
@@ -167,6 +176,21 @@ class Worker:
             "labels": self.options.labels,
             "concurrency": self.concurrency,
         }
+
+    def _hand_on(self, wake: Wake) -> None:
+        """A hint for this worker while it has no free slot: to the worker it names."""
+
+        async def send() -> None:
+            with contextlib.suppress(psycopg.Error):  # lost: the polls find the job
+                await self.aux.run(
+                    lambda c: c.execute(sql.NOTIFY_WAKE, [wake.payload()]),
+                    what="hand on a wake-up",
+                    attempts=1,
+                )
+
+        task = asyncio.create_task(send())
+        self._handing_on.add(task)  # referenced until done, or the loop may collect it
+        task.add_done_callback(self._handing_on.discard)
 
     async def _promote(self) -> int:
         """Promote due scheduled jobs now (burst mode); any worker may do it."""

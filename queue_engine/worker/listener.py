@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 
 import psycopg
 
 from queue_engine import sql
 from queue_engine.worker.outage import retry_waits
+from queue_engine.worker.roster import Roster, Wake
 from queue_engine.worker.shared import Shared
 from queue_engine.worker.store import Connection
 
@@ -18,10 +20,22 @@ log = logging.getLogger("queue_engine.worker")
 
 
 class Listener:
-    def __init__(self, connection: Connection, queues: list[str], shared: Shared) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        queues: list[str],
+        shared: Shared,
+        *,
+        roster: Roster,
+        free: Callable[[], int],
+        hand_on: Callable[[Wake], None],
+    ) -> None:
         self.connection = connection
         self.wanted = set(queues)  # empty: every queue
         self.shared = shared
+        self.roster = roster
+        self.free = free  # slots no job holds or a claim on its way has promised
+        self.hand_on = hand_on  # NOTIFY a hint meant for this worker to another
 
     async def loop(self) -> None:
         waits = retry_waits()
@@ -31,11 +45,11 @@ class Listener:
                 for statement in sql.LISTEN_WORKER:
                     await conn.execute(statement)
                 waits = retry_waits()  # listening: the next loss is retried at once
+                self.shared.floors.forget()  # wake-ups may have been missed meanwhile
                 self.shared.wake()  # catch up on what was missed while not listening
                 async for note in conn.notifies():
                     if note.channel == "qe_wake":
-                        if not self.wanted or note.payload in self.wanted:
-                            self.shared.wake()
+                        self.on_wake(note.payload)
                     else:
                         self.on_control(note.payload)
             except asyncio.CancelledError:
@@ -43,6 +57,18 @@ class Listener:
             except psycopg.Error as exc:
                 await self.connection.lost(exc)  # the lanes poll meanwhile
                 await asyncio.sleep(next(waits))
+
+    def on_wake(self, payload: str) -> None:
+        """New work in a queue: claim if the hint is for this worker (roster.py)."""
+        wake = Wake.parse(payload)
+        if self.wanted and wake.queue not in self.wanted:
+            return
+        self.shared.floors.lower(wake.queue, wake.first)
+        claim, other = self.roster.decide(wake, self.free())
+        if claim:
+            self.shared.wake()
+        elif other is not None:
+            self.hand_on(other)
 
     def on_control(self, payload: str) -> None:
         try:
@@ -56,4 +82,5 @@ class Listener:
                     log.info("job %s: cancelled by %s", job_id, message.get("by", "an operator"))
                     execution.cancel("cancelled")
         elif message.get("action") in ("resume", "wake"):
+            self.shared.floors.forget()
             self.shared.wake()

@@ -7,6 +7,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from queue_engine.worker.floors import Floors
+
 if TYPE_CHECKING:
     from queue_engine.worker.execution import Execution, Outcome
 
@@ -29,7 +31,15 @@ class Shared:
     # Set when a settle left children of a big fan-out to count down in chunks.
     counting_down: asyncio.Event = field(default_factory=asyncio.Event)
     counting: bool = False
+    # Where the claims of each queue start (floors.py): moved by claims, lowered by
+    # the listener's wake-ups.
+    floors: Floors = field(default_factory=Floors)
+
+    # Counts wake(): a claim that was on its way when jobs arrived must not clear
+    # maybe_more, as its snapshot may have missed them.
+    woken: int = 0
 
     def wake(self) -> None:
         self.maybe_more = True
+        self.woken += 1
         self.wakeup.set()

@@ -23,6 +23,7 @@ from queue_engine.enqueueing.single import enqueue
 from queue_engine.exceptions import EnqueueError, UnknownKindError
 from queue_engine.flows import Flow
 from queue_engine.models import Job, QueueConfig
+from queue_engine.worker.roster import Wake
 from tests.support import jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -440,7 +441,7 @@ def test_orm_create_with_a_future_run_at_is_scheduled_and_wakes_nobody(conninfo:
         wake_ups = [n.payload for n in listener.notifies(timeout=0.3) if n.channel == "qe_wake"]
         now = Job.objects.create(kind="tests.noop", queue="now")
         chosen = Job.objects.create(kind="tests.noop", queue="now", run_at=later, state="available")
-        wake_ups_after = [n.payload for n in listener.notifies(timeout=0.3)]
+        wake_ups_after = [Wake.parse(n.payload).queue for n in listener.notifies(timeout=0.3)]
 
     states = dict(Job.objects.values_list("id", "state"))
     assert [states[j.pk] for j in [created, *bulk]] == ["scheduled"] * 3

@@ -110,7 +110,14 @@ def test_a_rate_limited_queue_logs_its_starts_per_span_not_per_claim(
         defaults={"rate_limit": 45, "rate_window": 3600},  # spans of 6 s
     )
     jobs.capped.enqueue_many([{"pause": 0}] * 60)
-    claim = {"all_queues": False, "queues": ["capped"], "labels": [], "worker": "w", "alone": False}
+    claim = {
+        **sql.NO_FLOORS,
+        "all_queues": False,
+        "queues": ["capped"],
+        "labels": [],
+        "worker": "w",
+        "alone": False,
+    }
 
     with psycopg.connect(conninfo, autocommit=True) as conn:
 

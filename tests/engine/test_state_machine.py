@@ -248,6 +248,7 @@ class JobLifecycle(RuleBasedStateMachine):
         ]
         token = next(self.tokens)
         claim = {
+            **sql.NO_FLOORS,
             "all_queues": False,
             "queues": [QUEUE],
             "labels": [],

@@ -197,7 +197,8 @@ def test_a_drop_gives_way_to_a_transaction_writing_the_leaf_and_comes_back(
         other.join()
     second = run_service(conninfo, keep_partitions)
 
-    assert (first.dropped, first.waited) == (0, 1)
+    # It gave way (leaves it attaches ahead meanwhile may wait on that transaction too).
+    assert first.dropped == 0 and first.waited >= 1
     assert waited < timedelta(seconds=2)  # it gave up after its lock_timeout
     assert second.dropped == 1 and old not in {leaf.name for leaf in leaves()}
     assert not JobRecord.objects.exists()

@@ -193,6 +193,7 @@ def test_the_claim_reads_flow_edges_by_index_when_planned_on_an_empty_edge_table
     edge for every node (LANE_SETTINGS)."""
     claim = Prepared("test_claim", sql.CLAIM)
     params = {
+        **sql.NO_FLOORS,
         "all_queues": True,
         "queues": [],
         "labels": [],
