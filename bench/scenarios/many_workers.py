@@ -8,13 +8,15 @@ Once they are ready the scenario reads:
 - connections: the fleet's sessions in `pg_stat_activity`, by application name, and
   per worker process;
 - the herd: JOBS jobs enqueued one at a time, SPACING apart, each with its NOTIFY, into
-  the idle fleet. Every claim walks the claim index (`qe_job_claim`), so the index's
-  scans (`pg_stat_user_indexes.idx_scan`) over that time, less those of the same time
-  idle (the workers' polls), divided by JOBS are the claims each job cost. One worker
-  woken per job gives about 1 (2 with its second lane); every worker woken gives
-  about PROCESSES.
+  the idle fleet. Every claim reads the paused kinds (`queue_engine_kindcontrol`) once,
+  and nothing else the fleet runs does, so that table's scans
+  (`pg_stat_user_tables`) over that time, less those of the same time idle (the
+  workers' polls), divided by JOBS are the claims each job cost. (The claim index's
+  scans are no measure: a claim walks it once or twice, from its floor.) One worker
+  woken per job gives about 2 (its claim, then its settle's); every worker woken
+  gives PROCESSES or more.
 
-Statistics reach `pg_stat_user_indexes` when a backend goes idle, at most STATS_DELAY
+Statistics reach `pg_stat_user_tables` when a backend goes idle, at most STATS_DELAY
 seconds later: each reading waits that long first. `value` = claims per job, with no
 baseline (the target: well below PROCESSES)."""
 
@@ -35,7 +37,10 @@ SPACING = 0.05  # seconds between two enqueues
 STATS_DELAY = 11.0  # PostgreSQL flushes an idle backend's statistics within 10 s
 TARGET = 3.0  # claims per job
 
-CLAIM_SCANS = "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'qe_job_claim'"
+CLAIMS = """
+SELECT seq_scan + COALESCE(idx_scan, 0) FROM pg_stat_user_tables
+ WHERE relname = 'queue_engine_kindcontrol'
+"""
 REGISTRY = """
 SELECT count(*), count(*) FILTER (WHERE is_leader)
   FROM queue_engine_workerprocess WHERE heartbeat_at > now() - interval '15 seconds'
@@ -68,14 +73,14 @@ def run(env: BenchEnv) -> list[dict[str, Any]]:
             workers.check_alive()
 
             busy_for = JOBS * SPACING
-            idle = scans_during(conn, lambda: time.sleep(busy_for))
-            enqueued = scans_during(conn, lambda: enqueue_one_at_a_time(env, conn))
+            idle = claims_during(conn, lambda: time.sleep(busy_for))
+            enqueued = claims_during(conn, lambda: enqueue_one_at_a_time(env, conn))
     per_job = max(enqueued - idle, 0) / JOBS
     connections = sum(by_name.values())
     log(
         f"  many_workers: {alive} alive, {leaders} leading, {locks} holding the lock; "
         f"{connections} connections ({connections / PROCESSES:.1f} per worker: {by_name}); "
-        f"claim index scans {enqueued} for {JOBS} jobs, {idle} idle: {per_job:.2f} per job"
+        f"claims {enqueued} for {JOBS} jobs, {idle} idle: {per_job:.2f} per job"
     )
     row = env.result(
         NAME,
@@ -94,23 +99,23 @@ def run(env: BenchEnv) -> list[dict[str, Any]]:
         connections=connections,
         connections_per_worker=round(connections / PROCESSES, 2),
         connections_by_name=by_name,
-        claim_scans=enqueued,
-        idle_scans=idle,
+        claims=enqueued,
+        idle_claims=idle,
         method=f"runworker --processes {PROCESSES} --concurrency {CONCURRENCY}; {JOBS} jobs "
         f"enqueued one at a time {SPACING * 1000:g} ms apart into the idle fleet; claims = "
-        "scans of the claim index then, less those of as long idle",
+        "scans of the paused kinds (read once by each claim) then, less those of as long idle",
     )
     row["target_met"] = bool(row["target_met"]) and leaders == 1 and locks == 1
     row["target_met"] = row["target_met"] and alive == PROCESSES
     return [row]
 
 
-def scans_during(conn: Any, action: Any) -> int:
-    """Scans of the claim index while `action` runs (each reading after STATS_DELAY)."""
-    before = int(conn.execute(CLAIM_SCANS).fetchone()[0])
+def claims_during(conn: Any, action: Any) -> int:
+    """Claims sent while `action` runs (each reading after STATS_DELAY)."""
+    before = int(conn.execute(CLAIMS).fetchone()[0])
     action()
     time.sleep(STATS_DELAY)
-    return int(conn.execute(CLAIM_SCANS).fetchone()[0]) - before
+    return int(conn.execute(CLAIMS).fetchone()[0]) - before
 
 
 def enqueue_one_at_a_time(env: BenchEnv, conn: Any) -> None:

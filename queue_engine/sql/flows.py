@@ -1,6 +1,13 @@
 """Flow statements: submit, release dependants on settle, keep flow state true."""
 
-from queue_engine.sql.fragments import MOVED, SUCCEEDED_DONE, SUCCEEDED_MOVE, at, back_to_live
+from queue_engine.sql.fragments import (
+    MOVED,
+    RUNNING,
+    SUCCEEDED_DONE,
+    SUCCEEDED_MOVE,
+    at,
+    back_to_live,
+)
 from queue_engine.sql.notify import wake_per_queue
 
 # A flow's own row; its nodes and edges follow in the same transaction.
@@ -270,10 +277,10 @@ SELECT id FROM down
 # Dynamic join: a running node that holds an edge into the join adds a child that
 # the join must now also wait for. Fenced: only while the spawner still runs
 # under the caller's claim token.
-LOCK_SPAWNER = """
+LOCK_SPAWNER = f"""
 SELECT j.flow_id, f.default_priority
   FROM queue_engine_job j JOIN queue_engine_flow f ON f.id = j.flow_id
- WHERE j.id = %s AND j.claim_token = %s AND j.state = 'running'
+ WHERE j.id = %s AND j.claim_token = %s AND j.state = {RUNNING}
    FOR SHARE OF j
 """
 

@@ -71,8 +71,14 @@ AT = at("j")
 
 
 # Only rows this claim still holds: running, with the claim's token. A row rescued,
-# cancelled or settled by an earlier try is left alone.
-FENCED = f"""j.id = ANY(%(ids)s::bigint[]) AND j.state = 'running'
+# cancelled or settled by an earlier try is left alone. The rows are found by id:
+# the state is compared with a value the planner cannot see (a subquery's), so that
+# it cannot use the partial index of running jobs (qe_job_running_group) instead. A
+# generic plan made when few jobs ran walks that whole index, with every entry of
+# the jobs run since the last vacuum, for every batch: while a long transaction holds
+# vacuum back, a walk of every job run since it began.
+RUNNING = "(SELECT 'running'::varchar)"
+FENCED = f"""j.id = ANY(%(ids)s::bigint[]) AND j.state = {RUNNING}
        AND j.claim_token = (%(tokens)s::bigint[])[{AT}]"""
 
 

@@ -1,6 +1,6 @@
 """What a running job writes while it runs: lease heartbeats, progress, log lines."""
 
-from queue_engine.sql.fragments import AT, FENCED
+from queue_engine.sql.fragments import AT, FENCED, RUNNING
 
 # Renew the leases this process holds. The rows in the result are still ours; rows
 # missing from it were taken from us (cancelled, rescued or removed) and must stop.
@@ -55,9 +55,9 @@ RETURNING j.id
 
 
 # Lock one running job for an in-handler transaction that completes it (ctx.atomic).
-LOCK_OWN_JOB = """
+LOCK_OWN_JOB = f"""
 SELECT meta ? 'cancel_requested' FROM queue_engine_job
- WHERE id = %s AND claim_token = %s AND state = 'running'
+ WHERE id = %s AND claim_token = %s AND state = {RUNNING}
    FOR UPDATE
 """
 

@@ -20,7 +20,10 @@ What makes this safe:
 - Queues with limits (a cap, a rate limit, group caps) claim without floors (sql.CLAIM):
   a job their limits pass over must be seen again when they let it through.
 - The rest (a row another worker's claim had locked, then rolled back): a claim without
-  floors every FLOORLESS_EVERY seconds, and at every poll of an idle worker.
+  floors every FLOORLESS_EVERY seconds, and at every poll of an idle worker. Such a
+  claim walks every entry the floors skip, seconds of work while vacuum is held back:
+  after one that took t seconds, the next waits at least LOOK_BEHIND_SPACING * t, and
+  polls keep their floors while the last took more than CHEAP.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from typing import Any
 from queue_engine import sql
 
 FLOORLESS_EVERY = 5.0
+LOOK_BEHIND_SPACING = 50  # a claim without floors takes at most 1/50 of a lane's time
+CHEAP = 0.05  # seconds
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_ID = 2**63 - 1
 
@@ -54,6 +59,8 @@ class Floors:
         self._claims = 0
         self.look_behind = False  # the next claim goes without floors (a poll)
         self.next_look = time.monotonic() + FLOORLESS_EVERY
+        self.looking: dict[int, float] = {}  # claims without floors on their way: sent at
+        self.look_cost = 0.0  # seconds the last claim without floors took
 
     def for_claim(self, alone: bool) -> tuple[dict[str, Any], int, bool]:
         """A claim about to be sent: its floor parameters, its number (for claimed() or
@@ -61,8 +68,14 @@ class Floors:
         self._claims += 1
         self.meanwhile[self._claims] = {}
         now = time.monotonic()
-        if alone or self.look_behind or now >= self.next_look or not self.keys:
-            self.look_behind = False
+        polled, self.look_behind = self.look_behind, False
+        if (
+            alone
+            or not self.keys
+            or (now >= self.next_look and not self.looking)
+            or (polled and self.look_cost <= CHEAP)
+        ):
+            self.looking[self._claims] = now
             self.next_look = now + FLOORLESS_EVERY
             return dict(sql.NO_FLOORS), self._claims, True
         keys = list(self.keys.items())
@@ -80,6 +93,14 @@ class Floors:
     def dropped(self, claim: int) -> None:
         """A claim that took nothing (it failed, or was not sent)."""
         self.meanwhile.pop(claim, None)
+        self._looked(claim)
+
+    def _looked(self, claim: int) -> None:
+        sent = self.looking.pop(claim, None)
+        if sent is not None:
+            now = time.monotonic()
+            self.look_cost = now - sent
+            self.next_look = now + max(FLOORLESS_EVERY, LOOK_BEHIND_SPACING * self.look_cost)
 
     def claimed(self, claim: int, rows: Iterable[tuple[Any, ...]], floorless: bool) -> None:
         """After a claim: each queue's floor moves to the last job it took there (rows of
@@ -88,6 +109,7 @@ class Floors:
         which may have taken jobs behind a floor and stopped short of it, the floor
         moves there even if that is back."""
         meanwhile = self.meanwhile.pop(claim, {})
+        self._looked(claim)
         if meanwhile is None:
             return
         last: dict[str, Key] = {}
