@@ -89,6 +89,7 @@ class Lanes:
         self.suspects_waiting = False
         self.quarantined = False
         self.claiming = 0  # claims on their way
+        self.backlog = False  # whether the last claim came back full
         self.freed_meanwhile = 0  # settles sent while a claim was on its way
         self.claimed_total = 0
 
@@ -167,10 +168,11 @@ class Lanes:
                 poll = self.options.poll_interval * (1 if conn is self.claimer else 5)
                 await self._wait(self.deadline, poll)
                 continue
-            if want and self.claiming and not self.shared.outcomes:
-                # Another lane's claim is on its way and this one has nothing to settle:
-                # one hint makes one claim, not one per lane. That claim wakes this lane
-                # when it comes back full.
+            if want and self.claiming and not self.shared.outcomes and not self.backlog:
+                # Another lane's claim is on its way, this one has nothing to settle, and
+                # the last claim came back short (the queues had run dry): a hint makes
+                # one claim, not one per lane. That claim wakes this lane when it comes
+                # back full. Through a backlog the lanes claim side by side.
                 await self._wait(self.deadline, self.options.poll_interval)
                 continue
             settle_only = bool(want and self.claiming and self.serial_claims)
@@ -207,6 +209,7 @@ class Lanes:
                 self.freed_meanwhile += 1
                 self.shared.maybe_more = True
             if want:
+                self.backlog = len(rows) >= want
                 self.shared.maybe_more = (
                     len(rows) >= want or self.freed_meanwhile != freed or self.shared.woken != woken
                 )
