@@ -94,10 +94,7 @@ def _insert(row: Row, *, debounce: bool) -> Job:
             found = cursor.fetchone()
             if found is not None:
                 if debounce and found[-1] and found[1] == "available":
-                    if row.labels:  # only some workers may take it: wake them all
-                        cursor.execute(sql.NOTIFY_WAKE, [row.queue])
-                    else:
-                        cursor.execute(sql.NOTIFY_WAKE_JOB, [found[0]])
+                    cursor.execute(sql.NOTIFY_WAKE_JOB, [found[0]])
                 return _job(row, found, deduplicated=found[-1])
             cursor.execute(sql.SELECT_JOB_ID_BY_DEDUP_KEY, [row.kind, row.dedup_key])
             holder = cursor.fetchone()

@@ -23,12 +23,8 @@ def wake_per_queue(rows: str, where: str = "true") -> str:
       FROM {rows} w WHERE {where} GROUP BY w.queue"""
 
 
-# A wake-up about one job, sent at commit.
-NOTIFY_WAKE_JOB = f"""
-SELECT pg_notify('qe_wake', j.id || ' 1 0 ' || j.priority || ' ' || {microseconds("j.run_at")}
-                            || ' ' || j.queue)
-  FROM queue_engine_job j WHERE j.id = %s AND j.state = 'available'
-"""
+# A wake-up about one job (if it is runnable), sent at commit.
+NOTIFY_WAKE_JOB = wake_per_queue("queue_engine_job", "w.id = %s AND w.state = 'available'")
 
 
 # One wake-up per queue, for every worker (a bare queue name: see worker/roster.py),

@@ -10,7 +10,7 @@ from queue_engine.sql.fragments import (
     SUCCEEDED_MOVE,
     at,
 )
-from queue_engine.sql.notify import microseconds
+from queue_engine.sql.notify import wake_per_queue
 
 # Succeeded jobs (not flow nodes): out of the live table and into the history, fenced by
 # their claim token, in one statement.
@@ -117,23 +117,17 @@ RELEASE_RUNNING = _RELEASE.format(
 # them where the workers' claims must start: worker/roster.py), rather than finding
 # the released children again by their parents' edges.
 # The note is cleared after it is read (CLEAR_RELEASED).
-WAKE_LEFT = f"""
-SELECT pg_notify('qe_wake', txid_current() || ' '
-       || CASE WHEN x.labelled THEN 0 ELSE x.n END || ' 0 '
-       || x.priority || ' ' || {microseconds("x.run_at")} || ' ' || x.queue)
-  FROM (SELECT q.queue, count(*) AS n, bool_or(j.labels <> '{{}}') AS labelled,
-               max(j.priority) AS priority, min(j.run_at) AS run_at
-          FROM (SELECT DISTINCT queue FROM unnest(
-                    %(queues)s::varchar[]
-                    || COALESCE(NULLIF(current_setting('qe.released', true), ''),
-                                '{{}}')::varchar[]) AS u(queue)) q
-         CROSS JOIN LATERAL (
-               SELECT j.labels, j.priority, j.run_at FROM queue_engine_job j
-                WHERE j.state = 'available' AND j.queue = q.queue AND j.run_at <= now()
-                ORDER BY j.priority DESC, j.run_at, j.id
-                LIMIT 500) j
-         GROUP BY q.queue) x
-"""
+WAKE_LEFT = wake_per_queue("""(
+    SELECT q.queue, j.* FROM (
+        SELECT DISTINCT queue FROM unnest(
+            %(queues)s::varchar[]
+            || COALESCE(NULLIF(current_setting('qe.released', true), ''), '{}')::varchar[])
+            AS u(queue)) q
+     CROSS JOIN LATERAL (
+           SELECT j.id, j.labels, j.priority, j.run_at FROM queue_engine_job j
+            WHERE j.state = 'available' AND j.queue = q.queue AND j.run_at <= now()
+            ORDER BY j.priority DESC, j.run_at, j.id
+            LIMIT 500) j)""")
 
 
 # Forget the queues NOTE_RELEASED noted, once WAKE_LEFT has read them.

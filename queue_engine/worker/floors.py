@@ -62,9 +62,9 @@ class Floors:
         self.looking: dict[int, float] = {}  # claims without floors on their way: sent at
         self.look_cost = 0.0  # seconds the last claim without floors took
 
-    def for_claim(self, alone: bool) -> tuple[dict[str, Any], int, bool]:
-        """A claim about to be sent: its floor parameters, its number (for claimed() or
-        dropped()), and whether it goes without floors."""
+    def for_claim(self, alone: bool) -> tuple[dict[str, Any], int]:
+        """A claim about to be sent: its floor parameters (none, for a claim without
+        floors), and its number (for claimed() or dropped())."""
         self._claims += 1
         self.meanwhile[self._claims] = {}
         now = time.monotonic()
@@ -77,7 +77,7 @@ class Floors:
         ):
             self.looking[self._claims] = now
             self.next_look = now + FLOORLESS_EVERY
-            return dict(sql.NO_FLOORS), self._claims, True
+            return dict(sql.NO_FLOORS), self._claims
         keys = list(self.keys.items())
         return (
             {
@@ -87,7 +87,6 @@ class Floors:
                 "floor_ids": [k[2] for _, k in keys],
             },
             self._claims,
-            False,
         )
 
     def dropped(self, claim: int) -> None:
@@ -95,21 +94,24 @@ class Floors:
         self.meanwhile.pop(claim, None)
         self._looked(claim)
 
-    def _looked(self, claim: int) -> None:
+    def _looked(self, claim: int) -> bool:
+        """Whether `claim` went without floors; if so, when the next one may."""
         sent = self.looking.pop(claim, None)
-        if sent is not None:
-            now = time.monotonic()
-            self.look_cost = now - sent
-            self.next_look = now + max(FLOORLESS_EVERY, LOOK_BEHIND_SPACING * self.look_cost)
+        if sent is None:
+            return False
+        now = time.monotonic()
+        self.look_cost = now - sent
+        self.next_look = now + max(FLOORLESS_EVERY, LOOK_BEHIND_SPACING * self.look_cost)
+        return True
 
-    def claimed(self, claim: int, rows: Iterable[tuple[Any, ...]], floorless: bool) -> None:
+    def claimed(self, claim: int, rows: Iterable[tuple[Any, ...]]) -> None:
         """After a claim: each queue's floor moves to the last job it took there (rows of
         sql.CLAIM: id, kind, queue, ..., priority, run_at), or to the first job a
         wake-up named meanwhile if that comes before. After a claim without floors,
         which may have taken jobs behind a floor and stopped short of it, the floor
         moves there even if that is back."""
         meanwhile = self.meanwhile.pop(claim, {})
-        self._looked(claim)
+        floorless = self._looked(claim)
         if meanwhile is None:
             return
         last: dict[str, Key] = {}

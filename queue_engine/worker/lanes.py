@@ -130,9 +130,7 @@ class Lanes:
                     await self._give_back(conn)
                     self._finish()
                     return
-            free = min(
-                self.concurrency - len(self.shared.inflight) - self.reserved, self.lane_share
-            )
+            free = min(self.free_slots(), self.lane_share)
             # A settle claims too, in the same round trip, even after a claim came up
             # short: the jobs it ends free room under their queue's cap and group caps,
             # so the jobs a cap held back start now rather than at the next poll.
@@ -344,7 +342,7 @@ class Lanes:
             if pending is not None:
                 batch.progress[job_id] = pending
         floors = self.shared.floors
-        floor_params, numbered, floorless = floors.for_claim(alone) if want else ({}, 0, True)
+        floor_params, numbered = floors.for_claim(alone) if want else ({}, 0)
         claim = {
             **floor_params,
             "all_queues": not self.options.queues,
@@ -428,7 +426,7 @@ class Lanes:
             self.shared.maybe_more = True  # the claim did not run
             return [], token
         if want:
-            floors.claimed(numbered, (row for row in rows if row[0] is not None), floorless)
+            floors.claimed(numbered, (row for row in rows if row[0] is not None))
         if sent:
             batch.report(log, sent[-1])
             if batch.left_children(sent[-1]):

@@ -4,7 +4,7 @@ Every worker LISTENs on `qe_wake`, and Postgres delivers each notification to al
 them. If every worker claimed on every hint, one job enqueued into a fleet of twenty
 idle workers would cost twenty claims, nineteen of them empty (a thundering herd). So a
 hint says how many jobs it is about, and carries a ticket that every worker reads alike
-(the lowest new job id, or the sender's transaction id):
+(the lowest job id among them):
 
     qe_wake  "<ticket> <count> <hops> <priority> <run_at> <queue>"
 

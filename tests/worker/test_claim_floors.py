@@ -95,9 +95,9 @@ def row(job_id: int, queue: str, priority: int, at: datetime) -> tuple[object, .
 
 def test_a_claim_moves_the_floor_and_a_wake_up_behind_it_lowers_it() -> None:
     floors = Floors()
-    params, claim, floorless = floors.for_claim(alone=False)
-    assert floorless and params["floor_queues"] == []  # no floor yet
-    floors.claimed(claim, [row(1, "q", 0, T0), row(2, "q", 0, T0 + timedelta(seconds=1))], True)
+    params, claim = floors.for_claim(alone=False)
+    assert params["floor_queues"] == []  # no floor yet
+    floors.claimed(claim, [row(1, "q", 0, T0), row(2, "q", 0, T0 + timedelta(seconds=1))])
     assert floors.keys == {"q": key(0, T0 + timedelta(seconds=1), 2)}
 
     later = T0 + timedelta(seconds=5)
@@ -114,16 +114,16 @@ def test_a_claim_moves_the_floor_and_a_wake_up_behind_it_lowers_it() -> None:
 def test_a_claim_moves_the_floor_no_further_than_a_job_woken_meanwhile() -> None:
     floors = Floors()
     floors.keys["q"] = key(0, T0, 1)
-    params, claim, floorless = floors.for_claim(alone=False)
-    assert not floorless and params["floor_queues"] == ["q"]
+    params, claim = floors.for_claim(alone=False)
+    assert params["floor_queues"] == ["q"]
     # While the claim is on its way, a job is woken that its snapshot may not see.
     floors.lower("q", (0, micros(T0 + timedelta(seconds=1))))
-    floors.claimed(claim, [row(9, "q", 0, T0 + timedelta(seconds=2))], floorless)
+    floors.claimed(claim, [row(9, "q", 0, T0 + timedelta(seconds=2))])
     assert floors.keys["q"] == key(0, T0 + timedelta(seconds=1, microseconds=-1), MAX_ID)
 
-    _, claim, floorless = floors.for_claim(alone=False)
+    _, claim = floors.for_claim(alone=False)
     floors.forget()  # the listener reconnected: wake-ups may be lost
-    floors.claimed(claim, [row(10, "q", 0, T0 + timedelta(seconds=3))], floorless)
+    floors.claimed(claim, [row(10, "q", 0, T0 + timedelta(seconds=3))])
     assert floors.keys == {}
 
 
@@ -132,9 +132,9 @@ def test_claims_go_without_floors_now_and_then_and_less_when_that_is_slow() -> N
     floors.keys["q"] = key(0, T0, 1)
 
     def floorless(alone: bool = False) -> bool:
-        _, claim, without = floors.for_claim(alone)
-        floors.claimed(claim, [], without)
-        return without
+        params, claim = floors.for_claim(alone)
+        floors.claimed(claim, [])
+        return params["floor_queues"] == []
 
     assert floorless(alone=True)  # a suspect's claim: never a floor
     assert not floorless()
@@ -148,10 +148,10 @@ def test_claims_go_without_floors_now_and_then_and_less_when_that_is_slow() -> N
     # A claim without floors that took 2 s (vacuum held back): the next waits 100 s,
     # and polls keep their floors meanwhile.
     floors.next_look -= FLOORLESS_EVERY
-    _, claim, without = floors.for_claim(False)
-    assert without
+    params, claim = floors.for_claim(False)
+    assert params["floor_queues"] == []
     floors.looking[claim] -= 2.0
-    floors.claimed(claim, [], without)
+    floors.claimed(claim, [])
     assert floors.next_look - time.monotonic() > 2.0 * LOOK_BEHIND_SPACING - 1
     floors.look_behind = True
     assert not floorless()
