@@ -12,6 +12,12 @@ Two loads, each run `--repeats` times:
 
 Each run's figures come from the history rows, on the database clock:
 - pickup latency: `started_at - created_at` of every job (p50, p95, p99, max);
+- pickup latency from the enqueue's commit: `started_at` minus the moment the
+  producer's transaction returned from COMMIT (the bench process's clock, the same
+  machine's as Postgres's). `created_at` is the enqueueing transaction's start, so the
+  first figure also holds the enqueue itself (its COPY, its commit waiting for the WAL
+  flush); this one is what the workers take once the jobs can be seen, and the
+  difference is the enqueue's own time (`enqueue_p50`/`enqueue_p99`);
 - the longest gap between two successive completions (`finished_at`), the stall a
   user would see as "nothing finished for that long";
 - a per-second series, drawn in the HTML report: jobs enqueued, jobs completed,
@@ -28,6 +34,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
@@ -92,6 +99,20 @@ SELECT floor(extract(epoch FROM at - %(t0)s))::int AS s, sum(n), max(extract(epo
  GROUP BY 1 ORDER BY 1
 """
 START = "SELECT min(created_at) FROM queue_engine_jobrecord"
+# Each job's tick (the producer's transaction that enqueued it): the last tick whose
+# first job id is at most the job's. Pickup from the commit, and the enqueue's own time.
+TICKS = "CREATE TEMPORARY TABLE steady_tick (first_id bigint PRIMARY KEY, committed_at timestamptz)"
+FROM_COMMIT = """
+SELECT percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY pickup),
+       max(pickup),
+       percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY enqueue)
+  FROM (SELECT extract(epoch FROM r.started_at - t.committed_at) * 1000 AS pickup,
+               extract(epoch FROM t.committed_at - r.created_at) * 1000 AS enqueue
+          FROM queue_engine_jobrecord r
+          CROSS JOIN LATERAL (SELECT committed_at FROM steady_tick
+                               WHERE first_id <= r.id
+                               ORDER BY first_id DESC LIMIT 1) t) x
+"""
 
 
 @dataclass
@@ -104,6 +125,8 @@ class Run:
     max: float
     max_gap_ms: float
     max_gap_at_s: float
+    from_commit: tuple[float, float, float, float]  # p50, p95, p99, max
+    enqueue: tuple[float, float]  # p50, p99 of the producer's transactions
     producer_lag_ms: float
     series: dict[str, list[float]]
 
@@ -141,7 +164,7 @@ def one_run(env: BenchEnv, rate: float, duration: float) -> Run:
     to finish; read the run's figures from the history."""
     env.truncate()
     configure_queue(env, QUEUE, paused=False)
-    n, lag = produce(rate, duration)
+    n, lag, ticks = produce(rate, duration)
     with env.connect() as conn:
         wait_until(conn, COUNT_RECORDS, lambda c: c >= n, what=f"{n} jobs in the history table")
         t0 = conn.execute(START).fetchone()[0]  # type: ignore[index]
@@ -149,6 +172,11 @@ def one_run(env: BenchEnv, rate: float, duration: float) -> Run:
         gap_row = conn.execute(LONGEST_GAP, {"t0": t0}).fetchone()
         gap_ms, gap_at = (float(gap_row[0]), float(gap_row[1])) if gap_row else (0.0, 0.0)
         gap_when = f"{gap_row[2]:%H:%M:%S.%f}"[:-3] if gap_row else "-"
+        conn.execute(TICKS)
+        with conn.cursor().copy("COPY steady_tick FROM STDIN") as copy:
+            for tick in ticks:
+                copy.write_row(tick)
+        (c50, c95, c99), c_max, (e50, e99) = conn.execute(FROM_COMMIT).fetchone()  # type: ignore[misc]
         series = per_second_series(
             conn.execute(BY_ENQUEUE_SECOND, {"t0": t0}).fetchall(),
             conn.execute(BY_FINISH_SECOND, {"t0": t0}).fetchall(),
@@ -162,6 +190,8 @@ def one_run(env: BenchEnv, rate: float, duration: float) -> Run:
         max=float(worst),
         max_gap_ms=gap_ms,
         max_gap_at_s=gap_at,
+        from_commit=(float(c50), float(c95), float(c99), float(c_max)),
+        enqueue=(float(e50), float(e99)),
         producer_lag_ms=lag * 1000,
         series=series,
     )
@@ -170,15 +200,21 @@ def one_run(env: BenchEnv, rate: float, duration: float) -> Run:
         f"p99 {figures.p99:.2f}, max {figures.max:.1f}; longest gap {gap_ms:.1f} ms at "
         f"{gap_at:.1f} s ({gap_when}); producer late by at most {figures.producer_lag_ms:.1f} ms"
     )
+    log(
+        "    from the enqueue's commit: p50 {:.2f} ms, p95 {:.2f}, p99 {:.2f}, max {:.1f}; "
+        "the enqueue itself p50 {:.2f}, p99 {:.2f}".format(*figures.from_commit, *figures.enqueue)
+    )
     return figures
 
 
-def produce(rate: float, duration: float) -> tuple[int, float]:
+def produce(rate: float, duration: float) -> tuple[int, float, list[tuple[int, datetime]]]:
     """Enqueue round(rate * duration) jobs, each due at i / rate seconds from the start:
-    every TICK, the jobs due by then in one transaction. Returns the number enqueued and
-    how late (seconds) the producer was at worst for a job, beyond one tick."""
+    every TICK, the jobs due by then in one transaction. Returns the number enqueued, how
+    late (seconds) the producer was at worst for a job beyond one tick, and each
+    transaction's first job id and the moment its COMMIT returned."""
     total = max(1, round(rate * duration))
     sent, worst = 0, 0.0
+    ticks: list[tuple[int, datetime]] = []
     elapsed = timer()
     while sent < total:
         now = elapsed()
@@ -186,15 +222,16 @@ def produce(rate: float, duration: float) -> tuple[int, float]:
         if due > sent:
             worst = max(worst, now - sent / rate - TICK)
             if due - sent == 1:
-                async_noop.enqueue(**PAYLOAD)
+                ids = [async_noop.enqueue(**PAYLOAD).id]
             else:
                 with transaction.atomic():
-                    async_noop.enqueue_many([PAYLOAD] * (due - sent))
+                    ids = async_noop.enqueue_many([PAYLOAD] * (due - sent))
+            ticks.append((min(ids), datetime.now(UTC)))
             sent = due
         pause = max(sent / rate, now + TICK) - elapsed()
         if pause > 0:
             time.sleep(pause)
-    return sent, max(worst, 0.0)
+    return sent, max(worst, 0.0), ticks
 
 
 def per_second_series(
@@ -249,11 +286,18 @@ def result(
         max_gap_ms=round(gap, 3),
         max_gap_worst_ms=round(max(r.max_gap_ms for r in runs), 3),
         max_gap_at_s=[round(r.max_gap_at_s, 1) for r in runs],
+        from_commit={
+            name: round(median(r.from_commit[i] for r in runs), 3)
+            for i, name in enumerate(("p50", "p95", "p99", "max"))
+        },
+        enqueue_p50=round(median(r.enqueue[0] for r in runs), 3),
+        enqueue_p99=round(median(r.enqueue[1] for r in runs), 3),
         producer_lag_ms=round(max(r.producer_lag_ms for r in runs), 1),
         method=f"runworker --concurrency {CONCURRENCY} --processes {PROCESSES}, async no-op "
         f"kind; a producer in the bench process enqueues every {TICK * 1000:g} ms the jobs "
         "due by then (enqueue() or enqueue_many() in one transaction); latency = "
-        "started_at - created_at of every history row; gap = longest time between two "
+        "started_at - created_at of every history row (from_commit: started_at - the "
+        "moment the producer's COMMIT returned); gap = longest time between two "
         "successive finished_at; medians over runs",
         series=[r.series for r in runs],
     )
