@@ -114,7 +114,7 @@ def one_run(env: BenchEnv, rate: float, pinned: float) -> dict[str, Any]:
     holder.start()
     watcher.start()
     try:
-        n, _lag = produce_steady(rate, BEFORE + pinned + AFTER)
+        n, _lag, _ticks = produce_steady(rate, BEFORE + pinned + AFTER)
     finally:
         stop.set()
         holder.join()
