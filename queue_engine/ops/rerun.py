@@ -18,10 +18,10 @@ from typing import Any
 from django.db import connection, transaction
 
 from queue_engine import sql
-from queue_engine.console.masking import mask
 from queue_engine.exceptions import EnqueueError, FlowError, OpsError, PayloadError
 from queue_engine.flows import Flow as FlowBuilder
 from queue_engine.flows import Node
+from queue_engine.masking import mask
 from queue_engine.ops.changes import audit, notify_changes, refresh_flows
 from queue_engine.ops.flows import clone_flow
 from queue_engine.payloads import dump_json
@@ -69,12 +69,19 @@ def plan_rerun_from(flow_id: int, node_key: str) -> RerunPlan:
 
 
 def rerun_flow_from(
-    flow_id: int, node_key: str, payload: Mapping[str, Any] | None = None, *, actor: Any = None
+    flow_id: int,
+    node_key: str,
+    payload: Mapping[str, Any] | None = None,
+    *,
+    actor: Any = None,
+    plan: RerunPlan | None = None,
 ) -> int:
     """Rerun flow `flow_id` from node `node_key`, with `payload` as that node's input (None:
     the same input). Returns the new flow's id. Audited, with the payload's change as a
-    diff (secret-looking keys masked)."""
-    plan = plan_rerun_from(flow_id, node_key)
+    diff (secret-looking keys masked). `plan`: plan_rerun_from's for the same flow and
+    node, when the caller has just made it (the console shows it); else made here."""
+    if plan is None:
+        plan = plan_rerun_from(flow_id, node_key)
     old = plan.payload
     new = old if payload is None else check_payload(plan.kind, payload, f"node {node_key!r}")
     builder = plan.builder

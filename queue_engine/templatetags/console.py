@@ -14,7 +14,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from queue_engine.console.masking import mask
+from queue_engine.masking import mask
 
 if TYPE_CHECKING:
     from queue_engine.models import JobLog

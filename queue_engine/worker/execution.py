@@ -225,10 +225,10 @@ class Execution:
             return self._result_outcome(result)
         except Exception as exc:  # a bug of ours: never lose the job
             log.exception("job %s: internal error", self.job_id)
-            return self._failure(exc, retryable=True)
+            return self.failure(exc, retryable=True)
 
     def _unknown_kind(self) -> Outcome:
-        return self._failure(
+        return self.failure(
             LookupError(
                 f"no @job registered for kind {self.kind!r} in this worker; import its "
                 "module (QUEUE_ENGINE['JOB_MODULES'] or an app's jobs.py)"
@@ -242,7 +242,7 @@ class Execution:
         if not isinstance(exc, Exception) and not self.is_async:
             # SystemExit or KeyboardInterrupt raised by a plain function ends its
             # attempt only; the worker goes on.
-            return self._failure(exc, retryable=definition.on_error == "retry")
+            return self.failure(exc, retryable=definition.on_error == "retry")
         return self._outcome_for_error(exc, definition)
 
     def _result_outcome(self, result: Any) -> Outcome:
@@ -257,7 +257,7 @@ class Execution:
         except PayloadError as exc:
             if self.completed_in_transaction:
                 return Outcome("dropped", self)  # completed already; the value is lost
-            return self._failure(exc, retryable=False)
+            return self.failure(exc, retryable=False)
         if self.completed_in_transaction:
             return Outcome("dropped", self, result=text)  # only the value is left to record
         return Outcome("succeeded", self, result=text)
@@ -323,17 +323,17 @@ class Execution:
                 try:
                     payload = dump_json(exc.payload, what=f"{self.kind}: the snooze payload")
                 except PayloadError as bad:
-                    return self._failure(bad, retryable=False)
+                    return self.failure(bad, retryable=False)
             return Outcome("snoozed", self, delay=bounded(exc.delay), payload=payload)
         if isinstance(exc, LeaseLost):
             return Outcome("dropped", self)
         if isinstance(exc, Fatal):
-            return self._failure(exc, retryable=False)
+            return self.failure(exc, retryable=False)
         if isinstance(exc, Retry):
-            return self._failure(exc, retryable=True, delay=exc.delay)
+            return self.failure(exc, retryable=True, delay=exc.delay)
         if not isinstance(exc, Exception):
             raise exc
-        return self._failure(exc, retryable=definition.on_error == "retry")
+        return self.failure(exc, retryable=definition.on_error == "retry")
 
     def cancelled_outcome(self) -> Outcome:
         definition = self.definition
@@ -345,16 +345,18 @@ class Execution:
             # longer act for its job (its ctx.atomic() refuses, its return is dropped), so
             # its job is retried only if its kind retries errors.
             retryable = self.is_async or (definition is not None and definition.on_error == "retry")
-            return self._failure(error, retryable=retryable)
+            return self.failure(error, retryable=retryable)
         if self.cancel_reason == "cancelled":
             return Outcome("cancelled", self)  # an operator asked: the row waits for this
         if self.cancel_reason == "shutdown":
             return Outcome("released", self)  # stopped when asked to: back to its queue
         return Outcome("dropped", self)  # the lease was lost: the row is someone else's
 
-    def _failure(
+    def failure(
         self, exc: BaseException, *, retryable: bool, delay: float | None = None
     ) -> Outcome:
+        """The outcome of an attempt that raised `exc`: failed for good when it may not
+        be retried or was the last, else a retry after `delay` (the backoff's if None)."""
         error = error_json(
             self.attempt,
             f"{type(exc).__module__}.{type(exc).__qualname__}",

@@ -53,8 +53,10 @@ class StepWriter:
         future: Future[bool] = Future()
         with self.wake:
             self.pending.append((args, future))
-            if self.thread is None:
+            if self.thread is None or not self.thread.is_alive():
                 # Started on first use: a worker whose handlers record no step has none.
+                # Started again should it have died (a BaseException out of a write):
+                # the steps handed over since would wait for it forever.
                 self.thread = threading.Thread(
                     target=self._run, name="queue_engine steps", daemon=True
                 )
@@ -73,12 +75,14 @@ class StepWriter:
                 if conn is None or conn.closed:
                     conn = self._connect()
                 self._write(conn, batch)
-            except Exception as exc:
+            except BaseException as exc:
                 if conn is not None:
                     conn.close()
                 for _args, future in batch:
                     if not future.done():
                         future.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise  # the next submit starts another thread
 
     @staticmethod
     def _connect() -> Any:

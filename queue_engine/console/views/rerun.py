@@ -17,6 +17,7 @@ from queue_engine import ops
 from queue_engine.console.access import forbidden, viewer_required
 from queue_engine.console.roles import OPERATE
 from queue_engine.exceptions import OpsError
+from queue_engine.ops.rerun import RerunPlan
 from queue_engine.registry import registry
 
 # JSON's names for the Python types a handler's parameters are annotated with; the editor
@@ -99,7 +100,7 @@ def rerun_from(request: HttpRequest, flow_id: int) -> HttpResponse:
     error = ""
     if request.method == "POST":
         text = request.POST.get("payload", "")
-        new_id, error = _rerun(request, flow_id, node, text)
+        new_id, error = _rerun(request, plan, node, text)
         if new_id is not None:
             messages.success(
                 request,
@@ -127,7 +128,7 @@ def rerun_from(request: HttpRequest, flow_id: int) -> HttpResponse:
     )
 
 
-def _rerun(request: HttpRequest, flow_id: int, node: str, text: str) -> tuple[int | None, str]:
+def _rerun(request: HttpRequest, plan: RerunPlan, node: str, text: str) -> tuple[int | None, str]:
     """The new flow's id, or None and why the edited payload was refused."""
     if len(text) > MAX_PAYLOAD_TEXT:
         return None, f"The payload is over {MAX_PAYLOAD_TEXT:,} characters: keep it small."
@@ -136,6 +137,6 @@ def _rerun(request: HttpRequest, flow_id: int, node: str, text: str) -> tuple[in
     except json.JSONDecodeError as exc:
         return None, f"The payload is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
     try:
-        return ops.rerun_flow_from(flow_id, node, payload, actor=request.user), ""
+        return ops.rerun_flow_from(plan.flow_id, node, payload, actor=request.user, plan=plan), ""
     except OpsError as exc:
         return None, str(exc)

@@ -18,8 +18,6 @@ take well under a second.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -30,7 +28,7 @@ import psycopg
 
 from queue_engine import sql
 from queue_engine.worker.services import rollup_slices
-from queue_engine.worker.store import Connection
+from queue_engine.worker.services.background import Background
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -204,7 +202,7 @@ def _columns(figures: dict[rollup_slices.Key, rollup_slices.Figures]) -> dict[st
     return {name: list(values) for name, values in zip(names, zip(*rows, strict=True), strict=True)}
 
 
-class Rollup:
+class Rollup(Background):
     """The leader's rollup service. Catching up (a first rollup, or after the leader was
     away) runs on the leader's connection in budgeted passes, as `roll_up` does; once
     caught up, each pass is paced (rollup_slices) and runs in the background on a
@@ -212,18 +210,17 @@ class Rollup:
     second) never wait for it."""
 
     def __init__(self, conninfo: str) -> None:
-        self.connection = Connection(conninfo, "rollup")
-        self.task: asyncio.Task[None] | None = None
+        super().__init__(conninfo, "rollup")
 
     async def __call__(self, conn: psycopg.AsyncConnection) -> RolledUp | None:
-        if self.task is not None and not self.task.done():
+        if self.running():
             return None
         cur = await conn.execute(sql.ROLLED_UP_TO)
         row = await cur.fetchone()
         if row is not None and row[0] is not None:
             watermark, now = row
             if _minute(now - SETTLED) - watermark <= PACED_SPAN:
-                self.task = asyncio.create_task(self.paced(), name="queue_engine rollup")
+                self.start(self.paced())
                 return None
         return await roll_up(conn)
 
@@ -234,13 +231,6 @@ class Rollup:
         except psycopg.Error as exc:
             log.warning("metrics rollup failed: %s", exc)
             await self.connection.lost(exc)
-
-    async def close(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.task
-        await self.connection.close()
 
 
 async def _minute_buckets(conn: psycopg.AsyncConnection, start: datetime, end: datetime) -> None:

@@ -25,15 +25,13 @@ on a database whose autovacuum is off or slow they grow for good.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 
 import psycopg
 
 from queue_engine import sql
-from queue_engine.worker.store import Connection
+from queue_engine.worker.services.background import Background
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -50,24 +48,21 @@ TABLES = (
 )
 
 
-class LiveTableVacuum:
+class LiveTableVacuum(Background):
     """A leader service: see the module's docstring."""
 
     def __init__(self, conninfo: str, tables: tuple[str, ...] = TABLES) -> None:
-        self.connection = Connection(conninfo, "vacuum")
-        self.task: asyncio.Task[None] | None = None
+        super().__init__(conninfo, "vacuum")
         self.not_before = float("-inf")
         self.tables = tables
         self.left = dict.fromkeys(tables, 0)  # dead rows the last vacuum could not remove
         self.vacuums = 0  # of the live table
 
     async def __call__(self, conn: psycopg.AsyncConnection) -> None:
-        if self.task is not None and not self.task.done():
-            return
-        if time.monotonic() < self.not_before:
+        if self.running() or time.monotonic() < self.not_before:
             return
         if tables := await self.due(conn):
-            self.task = asyncio.create_task(self.vacuum(tables), name="queue_engine vacuum")
+            self.start(self.vacuum(tables))
 
     async def due(self, conn: psycopg.AsyncConnection) -> list[str]:
         """The tables whose dead rows call for a vacuum. None without statistics
@@ -100,10 +95,3 @@ class LiveTableVacuum:
     ) -> list[tuple[str, int | None, int]]:
         cur = await conn.execute(sql.TABLE_ROWS, [list(tables)])
         return [(str(t), d, int(live or 0)) for t, d, live in await cur.fetchall()]
-
-    async def close(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.task
-        await self.connection.close()

@@ -1,4 +1,4 @@
-"""Hide the values of secret-looking keys before anything reaches a page."""
+"""Hide the values of secret-looking keys before anything reaches a page or a diff."""
 
 from __future__ import annotations
 
