@@ -57,7 +57,7 @@ NO_FLOORS: dict[str, list[object]] = {
     "floor_ids": [],
 }
 
-CLAIM = f"""
+_HEAD = f"""
 WITH floors AS (
     -- Where this worker's claims of each queue start (worker/floors.py): past the
     -- jobs it has seen claimed, whose entries stay in the claim index until vacuum
@@ -153,7 +153,15 @@ WITH floors AS (
                    FOR UPDATE SKIP LOCKED
             ) below
            ) j
-     WHERE q.room_guess > 0
+"""
+
+# The plain claim's pick: the best candidates. No queue it reads has limits.
+_PICK_PLAIN = """
+), picked AS (
+    SELECT c.id FROM candidates c ORDER BY c.priority DESC, c.run_at, c.id LIMIT %(limit)s
+"""
+
+_PICK_LIMITED = """
 ), ranked AS (
     SELECT c.*,
            row_number() OVER (PARTITION BY c.queue, c.group_key
@@ -161,9 +169,9 @@ WITH floors AS (
       FROM candidates c
 ), keys AS (
     SELECT (SELECT array_agg(DISTINCT c.queue) FROM candidates c WHERE c.limited) AS locked,
-           COALESCE(array_agg(queue), '{{}}') AS queues,
-           COALESCE(array_agg(group_key), '{{}}') AS keys,
-           COALESCE(array_agg(group_concurrency), '{{}}') AS defaults
+           COALESCE(array_agg(queue), '{}') AS queues,
+           COALESCE(array_agg(group_key), '{}') AS keys,
+           COALESCE(array_agg(group_concurrency), '{}') AS defaults
       FROM (SELECT DISTINCT queue, group_key, group_concurrency FROM candidates
              WHERE grouped AND group_key IS NOT NULL) d
 ), rooms AS (
@@ -187,6 +195,9 @@ WITH floors AS (
      WHERE e.nth_in_queue <= COALESCE(l.room, e.room_guess)
      ORDER BY e.priority DESC, e.run_at, e.id
      LIMIT %(limit)s
+"""
+
+_CLAIMED = """
 ), claimed AS (
     -- started_at is clock_timestamp(), not now(): this claim may share a transaction
     -- with a settle that began before a parent's settle committed, and a flow child
@@ -223,6 +234,9 @@ WITH floors AS (
                   SELECT jsonb_object_agg(s.name, s.result)::text
                     FROM queue_engine_jobstep s WHERE s.job_id = j.id) END AS steps,
               j.priority, j.run_at
+"""
+
+_LOGGED_HELD = """
 ), logged AS (
     -- Starts are counted per span of a 600th of the rate window (at least 0.1 s), each
     -- row stamped with its span's end: a window's sum reads at most about 600 rows
@@ -250,6 +264,9 @@ WITH floors AS (
      WHERE (SELECT count(*) FROM picked) < %(limit)s
        AND c.id <> ALL(ARRAY(SELECT id FROM picked))
      GROUP BY c.queue
+"""
+
+_MARKERS = """
 ), limited AS (
     -- Limited queues this claim looked at, full or not: their claimers take turns on
     -- the queue's lock, so the worker sends one claim at a time while it serves them
@@ -264,20 +281,51 @@ WITH floors AS (
            SELECT 1 FROM queue_engine_job s
             WHERE s.rescues >= 2 AND s.queue = q.name AND s.state = 'available'
               AND s.run_at <= now()
-              AND s.kind <> ALL(COALESCE((SELECT kinds FROM paused), '{{}}'))
-              AND (s.labels = '{{}}' OR s.labels <@ %(labels)s::varchar[]))
+              AND s.kind <> ALL(COALESCE((SELECT kinds FROM paused), '{}'))
+              AND (s.labels = '{}' OR s.labels <@ %(labels)s::varchar[]))
 )
-SELECT * FROM claimed
- UNION ALL  -- marker rows, no id: one per queue, the queue in its place, the marker as kind
+"""
+
+_HELD_ROWS = """
 SELECT NULL, 'held', h.queue, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM held h
- UNION ALL
+ UNION ALL"""
+
+_MARKER_ROWS = """
 SELECT NULL, 'limited', l.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM limited l
  UNION ALL
 SELECT NULL, 'suspects', s.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM suspects s
 """
+
+
+def _claim(limits: bool) -> str:
+    """The claim under every limit, or the plain one that passes over limited queues."""
+    return (
+        _HEAD.strip("\n")
+        + (
+            "\n     WHERE q.room_guess > 0"
+            if limits
+            else "\n     WHERE q.room_guess > 0 AND NOT q.limited"
+        )
+        + (_PICK_LIMITED if limits else _PICK_PLAIN).rstrip("\n")
+        + _CLAIMED.rstrip("\n")
+        + (_LOGGED_HELD.rstrip("\n") if limits else "")
+        + _MARKERS.rstrip("\n")
+        + "\nSELECT * FROM claimed\n UNION ALL  -- marker rows, no id: one per queue, the queue in its place, the marker as kind"
+        + (_HELD_ROWS if limits else "")
+        + _MARKER_ROWS
+    )
+
+
+CLAIM = _claim(limits=True)
+# The claim while no queue in sight has limits (worker/lanes.py: the last claim said
+# so): the same walks, without the ranking by group key, the rooms, the rate limit's
+# log and the held-back check, each of which Postgres sets up and runs at every claim.
+# A queue with limits is passed over and reported (`limited`), and the next claim is
+# the full one.
+CLAIM_PLAIN = _claim(limits=False)
 
 
 # After a lost connection: the rows a claim with this token took if its commit

@@ -40,6 +40,7 @@ STOP_PATIENCE = 1.0
 STOP_OVERDUE = SHUTDOWN_GRACE + 3 * STOP_PATIENCE
 
 CLAIM = Prepared("qe_claim", sql.CLAIM)
+CLAIM_PLAIN = Prepared("qe_claim_plain", sql.CLAIM_PLAIN)
 WAKE_LEFT = Prepared("qe_wake_left", sql.WAKE_LEFT)
 
 
@@ -183,7 +184,8 @@ class Lanes:
             freed = self.freed_meanwhile
             woken = self.shared.woken
             # No queue with limits in sight: the settle and the claim share one
-            # transaction, and the claim sees what the settle made runnable.
+            # transaction, the claim sees what the settle made runnable, and it is the
+            # plain claim (sql.CLAIM_PLAIN), which reports a queue with limits instead.
             merged = bool(want) and not self.serial_claims
             if want:
                 self.claiming += 1
@@ -309,7 +311,7 @@ class Lanes:
             outcome = Outcome("released", execution)
         except Exception as exc:  # a bug of ours: never lose the job
             log.exception("job %s: internal error", execution.job_id)
-            outcome = execution._failure(exc, retryable=True)
+            outcome = execution.failure(exc, retryable=True)
         self.finished_jobs([outcome])
 
     def finished_jobs(self, outcomes: list[Outcome]) -> None:
@@ -387,7 +389,8 @@ class Lanes:
                 if want:
                     for setting in sql.CLAIM_SETTINGS:
                         script.raw(setting)
-                    place = script.add(CLAIM, claim, rows=True)
+                    # Merged only while no queue in sight has limits: the plain claim.
+                    place = script.add(CLAIM_PLAIN if merged else CLAIM, claim, rows=True)
                 if wake_queues or wake_released:
                     # After the claim: the others are woken only for what it left.
                     script.add(WAKE_LEFT, {"queues": wake_queues})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 import psycopg
@@ -135,6 +136,36 @@ def test_a_rate_limited_queue_logs_its_starts_per_span_not_per_claim(
     assert (sum(first), last) == (40, 5)  # the limit still holds: 45 in the window
     assert starts == 45
     assert spans in (1, 2)  # a span may end between two claims
+
+
+def test_the_plain_claim_passes_over_a_queue_with_limits_and_reports_it(
+    transactional_db: None, conninfo: str
+) -> None:
+    """A worker sends the plain claim while its last claim met no queue with limits; a
+    cap set since must still hold: the plain claim leaves that queue to the full one."""
+    QueueConfig.objects.update_or_create(name="capped", defaults={"max_concurrency": 2})
+    jobs.capped.enqueue_many([{"pause": 0}] * 5)
+    jobs.noop.enqueue_many([{}] * 3)
+    claim = {
+        **sql.NO_FLOORS,
+        "all_queues": True,
+        "queues": [],
+        "labels": [],
+        "worker": "w",
+        "alone": False,
+        "token": 1,
+        "limit": 10,
+    }
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        with conn.transaction():
+            rows = conn.execute(sql.CLAIM_PLAIN, claim).fetchall()
+        taken = Counter(row[2] for row in rows if row[0] is not None)
+        markers = {(row[1], row[2]) for row in rows if row[0] is None}
+        assert taken == {jobs.noop.queue: 3}
+        assert ("limited", "capped") in markers
+        with conn.transaction():
+            rows = conn.execute(sql.CLAIM, {**claim, "token": 2}).fetchall()
+        assert Counter(row[2] for row in rows if row[0] is not None) == {"capped": 2}
 
 
 # Group caps alone, or with a queue cap too: the caps must hold the same.

@@ -230,10 +230,16 @@ class JobLifecycle(RuleBasedStateMachine):
 
     # --- the worker's hot path ----------------------------------------------------------
 
-    @rule(worker=st.sampled_from(WORKERS), limit=st.integers(1, 3), alone=st.booleans())
-    def claim(self, worker: str, limit: int, alone: bool) -> None:
+    @rule(
+        worker=st.sampled_from(WORKERS),
+        limit=st.integers(1, 3),
+        alone=st.booleans(),
+        plain=st.booleans(),
+    )
+    def claim(self, worker: str, limit: int, alone: bool, plain: bool) -> None:
         """A claim alone takes one suspect (rescued twice or more), as a worker sends it;
-        any other claim takes none, and says whether one waits."""
+        any other claim takes none, and says whether one waits. The queue has no limits:
+        the plain claim does the same as the full one."""
         limit = 1 if alone else limit
         conn = self.conn(worker)
         best = [
@@ -258,7 +264,7 @@ class JobLifecycle(RuleBasedStateMachine):
             "token": token,
         }
         with conn.transaction():  # as runtime's settle-and-claim does
-            rows = conn.execute(sql.CLAIM, claim).fetchall()
+            rows = conn.execute(sql.CLAIM_PLAIN if plain else sql.CLAIM, claim).fetchall()
         markers = {r[1] for r in rows if r[0] is None}
         rows = [r for r in rows if r[0] is not None]
         got = sorted(r[0] for r in rows)
