@@ -266,7 +266,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'db_table': 'queue_engine_jobrecord',
-                'indexes': [models.Index(models.F('queue'), models.F('state'), models.OrderBy(models.F('id'), descending=True), name='qe_rec_queue_state'), models.Index(models.F('state'), models.OrderBy(models.F('id'), descending=True), name='qe_rec_state'), models.Index(models.F('kind'), models.OrderBy(models.F('id'), descending=True), name='qe_rec_kind'), django.contrib.postgres.indexes.BrinIndex(fields=['finished_at'], name='qe_rec_finished_brin'), models.Index(condition=models.Q(('flow_id__isnull', False)), fields=['flow_id'], name='qe_rec_flow'), models.Index(condition=models.Q(('flow_id__isnull', False), ('state__in', ['failed', 'cancelled'])), fields=['flow_id'], name='qe_rec_flow_ended_badly')],
+                'indexes': [models.Index(models.F('queue'), models.F('state'), models.OrderBy(models.F('id'), descending=True), name='qe_rec_queue_state'), models.Index(models.F('kind'), models.OrderBy(models.F('id'), descending=True), name='qe_rec_kind'), django.contrib.postgres.indexes.BrinIndex(fields=['finished_at'], name='qe_rec_finished_brin'), models.Index(condition=models.Q(('flow_id__isnull', False)), fields=['flow_id'], name='qe_rec_flow'), models.Index(condition=models.Q(('flow_id__isnull', False), ('state__in', ['failed', 'cancelled'])), fields=['flow_id'], name='qe_rec_flow_ended_badly')],
             },
         ),
         migrations.CreateModel(

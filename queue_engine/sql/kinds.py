@@ -37,7 +37,8 @@ SELECT kind, queue, state, count(*)
 """
 
 
-# The Kinds page, dead jobs by kind: the first %(scan)s + 1 of the dead letter (qe_rec_state).
+# The Kinds page, dead jobs by kind: the first %(scan)s + 1 of the dead letter (the
+# failed leaves' primary keys, walked backwards).
 KIND_DEAD_COUNTS = """
 SELECT kind, queue, count(*)
   FROM (SELECT kind, queue FROM queue_engine_jobrecord WHERE state = 'failed'
