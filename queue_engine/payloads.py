@@ -15,6 +15,8 @@ _ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(","
 
 def dump_json(value: Any, *, what: str, max_bytes: int | None = None) -> str:
     """Serialise `value`, refusing anything JSON would drop or change (tuples become lists)."""
+    if value is None:
+        return "null"  # what most handlers return: no encoder, no checks
     try:
         text = _ENCODER.encode(value)
     except (TypeError, ValueError):
