@@ -28,6 +28,40 @@ if TYPE_CHECKING:
 log = logging.getLogger("queue_engine.worker")
 
 CancelReason = Literal["cancelled", "lease lost", "idle timeout", "shutdown"]
+
+# Guards the making of a CancelFlag's event against its setting.
+_EVENTS = threading.Lock()
+
+
+class CancelFlag:
+    """A threading.Event's is_set, set and wait, made for every job and waited on by few:
+    the event (a Condition and its lock) is made only when a handler waits (ctx.sleep)."""
+
+    __slots__ = ("_event", "_set")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._event: threading.Event | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        with _EVENTS:
+            self._set = True
+            if self._event is not None:
+                self._event.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with _EVENTS:
+            if self._event is None:
+                self._event = threading.Event()
+                if self._set:
+                    self._event.set()
+            event = self._event
+        return event.wait(timeout)
+
+
 OutcomeKind = Literal["succeeded", "retry", "failed", "snoozed", "released", "cancelled", "dropped"]
 
 
@@ -127,7 +161,7 @@ class Execution:
         self.token = token
         self.definition: JobDefinition | None = registry.get(self.kind)
         self.is_async = bool(self.definition and self.definition.is_async)
-        self.cancelled = threading.Event()
+        self.cancelled = CancelFlag()
         self.cancel_reason: CancelReason | None = None
         self.completed_in_transaction = False
         self.touched_at = time.monotonic()
