@@ -168,6 +168,13 @@ def create_leaf(state: str, lo: datetime, hi: datetime) -> list[str]:
     ]
 
 
+def create_leaf_at_once(state: str, lo: datetime, hi: datetime) -> str:
+    """create_leaf's statements as one query string, which Postgres runs as one
+    transaction even on an autocommit connection: a leader's sweep of orphan leaves
+    (ORPHAN_LEAVES) never sees the table made and not yet attached."""
+    return ";\n".join(create_leaf(state, lo, hi))
+
+
 # A flow still running reads its ended nodes (their outputs): those rows move to the
 # default leaf when theirs goes.
 _RUNNING_FLOW = (
@@ -246,8 +253,7 @@ def ensure_leaves(cursor: Any, parts: Sequence[str] = PARTS) -> int:
     for state in parts:
         mine = [leaf for leaf in leaves if leaf.state == state]
         for lo, hi in missing_ranges(mine, now, span_for(longest[state])):
-            for statement in create_leaf(state, lo, hi):
-                cursor.execute(statement)
+            cursor.execute(create_leaf_at_once(state, lo, hi))
             created += 1
     return created
 
@@ -274,6 +280,5 @@ def backfill_leaves(cursor: Any, since: datetime, states: Sequence[str] = STATES
 def add_leaf(cursor: Any, state: str, lo: datetime, hi: datetime) -> str:
     """Create one leaf for a past or future range (benches and tests that write
     history with finish times of their choosing). Returns its name."""
-    for statement in create_leaf(state, lo, hi):
-        cursor.execute(statement)
+    cursor.execute(create_leaf_at_once(state, lo, hi))
     return leaf_name(state, lo)
