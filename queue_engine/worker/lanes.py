@@ -211,7 +211,11 @@ class Lanes:
             if want:
                 self.backlog = len(rows) >= want
                 self.shared.maybe_more = (
-                    len(rows) >= want or self.freed_meanwhile != freed or self.shared.woken != woken
+                    len(rows) >= want
+                    or self.freed_meanwhile != freed
+                    or self.shared.woken != woken
+                    # The plain claim passed over a queue with limits: the full one, now.
+                    or (merged and "limited" in markers)
                 )
                 if self.shared.maybe_more:
                     self.shared.wakeup.set()  # the other lane claims beside this one

@@ -168,6 +168,29 @@ def test_the_plain_claim_passes_over_a_queue_with_limits_and_reports_it(
         assert Counter(row[2] for row in rows if row[0] is not None) == {"capped": 2}
 
 
+def test_a_queue_that_gains_a_cap_is_claimed_at_once_by_a_worker_claiming_plainly(
+    workers: Workers, executions: None
+) -> None:
+    """A worker whose last claim met no queue with limits sends the plain claim, which
+    passes over a queue capped since. Its next claim is the full one, at once: with
+    polls every 30 s, the capped job would otherwise wait half a minute."""
+    workers.start("--queues", f"{jobs.noop.queue},capped", "--poll-interval", "30")
+
+    def ends(job_id: int, timeout: float, message: str) -> None:
+        wait_for(
+            lambda: JobRecord.objects.filter(pk=job_id).exists(), timeout=timeout, message=message
+        )
+
+    for _ in range(2):  # the first claim is the full one; then the worker claims plainly
+        ends(jobs.noop.enqueue().id, 20, "a job of the uncapped queue to run")
+    QueueConfig.objects.update_or_create(name="capped", defaults={"max_concurrency": 1})
+    ends(
+        jobs.capped.enqueue(pause=0).id,
+        5,
+        "the capped job to run (the plain claim passed over it, and no claim followed)",
+    )
+
+
 # Group caps alone, or with a queue cap too: the caps must hold the same.
 @pytest.mark.parametrize("queue_cap", [None, 50], ids=["keys-only", "queue-capped-too"])
 def test_group_caps_hold_fleet_wide_while_other_keys_flow(
