@@ -153,7 +153,7 @@ WITH floors AS (
                    FOR UPDATE SKIP LOCKED
             ) below
            ) j
-"""
+     WHERE q.room_guess > 0"""
 
 # The plain claim's pick: the best candidates. No queue it reads has limits.
 _PICK_PLAIN = """
@@ -286,6 +286,10 @@ _MARKERS = """
 )
 """
 
+_CLAIMED_ROWS = """
+SELECT * FROM claimed
+ UNION ALL  -- marker rows, no id: one per queue, the queue in its place, the marker as kind"""
+
 _HELD_ROWS = """
 SELECT NULL, 'held', h.queue, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM held h
@@ -302,21 +306,12 @@ SELECT NULL, 'suspects', s.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 
 def _claim(limits: bool) -> str:
     """The claim under every limit, or the plain one that passes over limited queues."""
-    return (
-        _HEAD.strip("\n")
-        + (
-            "\n     WHERE q.room_guess > 0"
-            if limits
-            else "\n     WHERE q.room_guess > 0 AND NOT q.limited"
-        )
-        + (_PICK_LIMITED if limits else _PICK_PLAIN).rstrip("\n")
-        + _CLAIMED.rstrip("\n")
-        + (_LOGGED_HELD.rstrip("\n") if limits else "")
-        + _MARKERS.rstrip("\n")
-        + "\nSELECT * FROM claimed\n UNION ALL  -- marker rows, no id: one per queue, the queue in its place, the marker as kind"
-        + (_HELD_ROWS if limits else "")
-        + _MARKER_ROWS
-    )
+    parts: tuple[str, ...]
+    if limits:
+        parts = (_HEAD, _PICK_LIMITED, _CLAIMED, _LOGGED_HELD, _MARKERS, _CLAIMED_ROWS, _HELD_ROWS)
+    else:
+        parts = (_HEAD + " AND NOT q.limited", _PICK_PLAIN, _CLAIMED, _MARKERS, _CLAIMED_ROWS)
+    return "".join(part.rstrip("\n") for part in parts) + _MARKER_ROWS
 
 
 CLAIM = _claim(limits=True)

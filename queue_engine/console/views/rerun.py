@@ -100,7 +100,7 @@ def rerun_from(request: HttpRequest, flow_id: int) -> HttpResponse:
     error = ""
     if request.method == "POST":
         text = request.POST.get("payload", "")
-        new_id, error = _rerun(request, plan, node, text)
+        new_id, error = _rerun(request, plan, text)
         if new_id is not None:
             messages.success(
                 request,
@@ -128,7 +128,7 @@ def rerun_from(request: HttpRequest, flow_id: int) -> HttpResponse:
     )
 
 
-def _rerun(request: HttpRequest, plan: RerunPlan, node: str, text: str) -> tuple[int | None, str]:
+def _rerun(request: HttpRequest, plan: RerunPlan, text: str) -> tuple[int | None, str]:
     """The new flow's id, or None and why the edited payload was refused."""
     if len(text) > MAX_PAYLOAD_TEXT:
         return None, f"The payload is over {MAX_PAYLOAD_TEXT:,} characters: keep it small."
@@ -137,6 +137,8 @@ def _rerun(request: HttpRequest, plan: RerunPlan, node: str, text: str) -> tuple
     except json.JSONDecodeError as exc:
         return None, f"The payload is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
     try:
-        return ops.rerun_flow_from(plan.flow_id, node, payload, actor=request.user, plan=plan), ""
+        return ops.rerun_flow_from(
+            plan.flow_id, plan.node, payload, actor=request.user, plan=plan
+        ), ""
     except OpsError as exc:
         return None, str(exc)
