@@ -196,6 +196,20 @@ SELECT COALESCE(sum(succeeded + failed + cancelled), 0) FROM queue_engine_metric
 """
 
 
+# Whether no transaction of this database that started before %(moment)s is still open:
+# then no history row that finished before it can be added any more (finished_at is the
+# settling transaction's start). A session whose state this role may not see, and any
+# prepared transaction, count as open.
+NOTHING_OPEN_BEFORE = """
+SELECT NOT EXISTS (
+           SELECT 1 FROM pg_stat_activity
+            WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'
+              AND datname = current_database()
+              AND (xact_start < %(moment)s OR (xact_start IS NULL AND state IS NULL)))
+   AND NOT EXISTS (SELECT 1 FROM pg_prepared_xacts)
+"""
+
+
 # Whether the history holds rows in [start, end) that its minute buckets do not count:
 # rows whose settle committed after the pass that counted their minute.
 UNCOUNTED_ROWS = """

@@ -423,16 +423,23 @@ def test_the_rollup_is_incremental_and_counts_late_rows_once(conninfo: str) -> N
     ) == len(counted)
 
 
+def six_minutes_rolled_up(
+    conninfo: str, monkeypatch: pytest.MonkeyPatch, rng: random.Random, n: int
+) -> tuple[list[JobRecord], datetime]:
+    """`n` rows over the last six minutes, rolled up in one statement, and paced passes
+    made instant and allowed over ten minutes: the rows and the watermark."""
+    monkeypatch.setattr(rollup_slices, "PAUSE", 0.0)
+    monkeypatch.setattr(rollup, "PACED_SPAN", timedelta(minutes=10))
+    records = random_records(away_from_a_watermark_step(), n, rng, span=timedelta(minutes=6))
+    JobRecord.objects.bulk_create(records)
+    run_service(conninfo, roll_up)
+    return records, watermark_now()
+
+
 def test_a_paced_pass_counts_what_the_one_statement_pass_counts_and_late_rows_once(
     conninfo: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rollup_slices, "PAUSE", 0.0)
-    monkeypatch.setattr(rollup, "PACED_SPAN", timedelta(minutes=10))
-    rng = random.Random(17)
-    records = random_records(database_now(), 600, rng, span=timedelta(minutes=6))
-    JobRecord.objects.bulk_create(records)
-    run_service(conninfo, roll_up)
-    watermark = watermark_now()
+    records, watermark = six_minutes_rolled_up(conninfo, monkeypatch, random.Random(17), 600)
     whole = buckets(60)
 
     late = [record(watermark - timedelta(seconds=20), queue="a", kind="tests.add")]
@@ -450,6 +457,47 @@ def test_a_paced_pass_counts_what_the_one_statement_pass_counts_and_late_rows_on
     assert sum(
         b["succeeded"] + b["failed"] + b["cancelled"] for b in buckets(3600).values()
     ) == len(counted)
+
+
+def test_a_paced_pass_counts_the_minute_before_it_again_only_if_it_may_have_missed_rows(
+    conninfo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records, watermark = six_minutes_rolled_up(conninfo, monkeypatch, random.Random(23), 300)
+
+    # Nothing else is open in this database: the pass reads its minutes whole.
+    RollupState.objects.update(rolled_up_to=watermark - timedelta(minutes=2))
+    whole = rollup.Whole()
+    run_service(conninfo, roll_up, pace=True, whole=whole)
+    assert whole.through == watermark_now() == watermark
+
+    # A row in the minute before the watermark that its pass did not count: what the
+    # count of that minute again would find. After a pass that read whole, no transaction
+    # can add such a row, and the next pass does not look; after any other, it does.
+    before = watermark - timedelta(minutes=2)
+    late = [record(before + timedelta(seconds=30), queue="a", kind="tests.add")]
+    JobRecord.objects.bulk_create(late)
+    for through, counted in ((before + timedelta(minutes=1), records), (None, records + late)):
+        RollupState.objects.update(rolled_up_to=before + timedelta(minutes=1))
+        run_service(conninfo, roll_up, pace=True, whole=rollup.Whole(through))
+        assert buckets(60) == expected_minutes(closed(counted, watermark_now()))
+
+
+def test_a_transaction_open_since_before_a_moment_keeps_the_rollup_counting_again(
+    conninfo: str, other_connection: psycopg.Connection
+) -> None:
+    def nothing_open_before(moment: datetime) -> bool:
+        with psycopg.connect(conninfo, autocommit=True) as probe:
+            row = probe.execute(sql.NOTHING_OPEN_BEFORE, {"moment": moment}).fetchone()
+            assert row is not None
+            return bool(row[0])
+
+    later = database_now() + timedelta(minutes=1)
+    assert nothing_open_before(later)
+    with other_connection.transaction():
+        other_connection.execute("SELECT 1")
+        assert not nothing_open_before(later)
+        assert nothing_open_before(database_now() - timedelta(minutes=1))
+    assert nothing_open_before(later)
 
 
 def test_the_leaders_rollup_catches_up_inline_then_paces_in_the_background(

@@ -23,7 +23,7 @@ import psycopg
 from queue_engine import sql
 
 SLICE = timedelta(seconds=10)  # a divisor of a minute: a slice never spans two
-PAUSE = 1.0  # after a slice, a pause this many times as long as it took
+PAUSE = 2.0  # after a slice, a pause this many times as long as it took
 
 
 @dataclass
