@@ -110,3 +110,24 @@ def test_dead_rows_a_vacuum_could_not_remove_do_not_call_for_another(
         pinned.rollback()
     vacuum_once(conninfo, service)
     assert service.vacuums == 2 and service.left[vacuum.LIVE] < vacuum.MIN_DEAD
+
+
+def test_vacuum_keeps_the_empty_pages_at_the_tables_end(conninfo: str, no_autovacuum: None) -> None:
+    # Cutting them off would lock every claim, settle and enqueue out of the table.
+    def pages() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_relation_size('queue_engine_job')")
+            return int(cursor.fetchone()[0]) // 8192
+
+    leave_dead_rows(3_000)  # every row of the table's last pages dead
+    before = pages()
+    vacuum_once(conninfo, LiveTableVacuum(conninfo))
+
+    assert pages() == before > 0
+    with connection.cursor() as cursor:  # autovacuum's vacuums too
+        cursor.execute(
+            "SELECT relname FROM pg_class WHERE relname = ANY(%s)"
+            " AND 'vacuum_truncate=false' = ANY(reloptions)",
+            [list(vacuum.TABLES)],
+        )
+        assert sorted(r[0] for r in cursor.fetchall()) == sorted(vacuum.TABLES)

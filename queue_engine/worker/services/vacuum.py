@@ -16,6 +16,12 @@ or an operator is already running is not waited for. Dead rows a vacuum could no
 remove (a long transaction elsewhere holds them) do not count towards the next one,
 and a vacuum that took t seconds is followed by no other for SPACING * t.
 
+None of these vacuums gives the empty pages at a table's end back to the file system
+(TRUNCATE false; the tables' vacuum_truncate is off too, for autovacuum: migration
+0002). Cutting them off takes an exclusive lock on the table, which every claim, settle
+and enqueue waits behind, and a table that jobs go through fills those pages again
+within seconds.
+
 The same goes for the other tables the engine deletes from row by row (TABLES): the
 steps of the jobs that retention removes, the flows that go with their last node and
 their edges. (The log lines' table is partitioned by time instead: the space of the
@@ -78,7 +84,7 @@ class LiveTableVacuum(Background):
         try:
             conn = await self.connection.get()
             for table in tables:
-                await conn.execute(f"VACUUM (SKIP_LOCKED) {table}")  # type: ignore[arg-type]  # fixed names
+                await conn.execute(f"VACUUM (SKIP_LOCKED, TRUNCATE false) {table}")  # type: ignore[arg-type]  # fixed names
             for table, dead, _ in await self._rows(conn, tuple(tables)):
                 self.left[table] = dead or 0
             self.vacuums += LIVE in tables
