@@ -4,10 +4,11 @@ partitioned (queue_engine/schema/partitioned.py)."""
 
 from django.db import migrations
 
-CHURNED = ("queue_engine_job", "queue_engine_jobstep", "queue_engine_flow", "queue_engine_flowedge")
-
 from queue_engine.schema import load_sql
 from queue_engine.schema.partitioned import partition_history, partition_logs, unpartition
+
+# The tables jobs go through, row by row (worker/services/vacuum.py's TABLES).
+CHURNED = ("queue_engine_job", "queue_engine_jobstep", "queue_engine_flow", "queue_engine_flowedge")
 
 
 class Migration(migrations.Migration):

@@ -4,9 +4,10 @@ A watermark (RollupState "metrics") says how far buckets are final. Only closed
 minutes are rolled up: once a minute has been over for SETTLED, a pass computes, from
 the history rows, the minute buckets from the watermark up to the end of that minute,
 then the hour buckets those minutes belong to, then moves the watermark to the end of
-the last closed minute. The minute before the watermark is counted again when the
+the last closed minute. The minute before the watermark is computed again when the
 history holds more of its rows than its buckets count (rows committed a little after
-their finish time). A pass that finds no newly closed minute reads nothing, and the
+their finish time); a paced pass counts them only when the pass before it may have
+missed some (Whole). A pass that finds no newly closed minute reads nothing, and the
 open minute is left to readers (reads.SERIES reads history after the watermark).
 Counts and sums are exact; a bucket's percentiles come from a fixed sample of at most
 about SAMPLE of its rows (all of them below that), so that a busy minute costs a scan
