@@ -168,6 +168,15 @@ def backend(pause: float = 0.0) -> dict[str, Any]:
     return {"pid": pid, "thread": threading.get_ident()}
 
 
+@job(kind="tests.heap", queue="threads", max_attempts=1)
+def heap() -> dict[str, int]:
+    """What the cyclic garbage collector of this worker process walks and what it keeps
+    off (frozen at start-up)."""
+    import gc
+
+    return {"frozen": gc.get_freeze_count(), "walked": len(gc.get_objects())}
+
+
 @job(kind="tests.cooperative", queue="slow")
 def cooperative(ctx: Any, seconds: float) -> str:
     started = time.monotonic()

@@ -62,6 +62,15 @@ def test_slow_plain_functions_run_side_by_side_up_to_the_concurrency(workers: Wo
     assert all((starts[i + 4] - starts[i]).total_seconds() >= 0.9 for i in range(4))
 
 
+def test_the_worker_keeps_its_start_up_heap_off_the_garbage_collector(workers: Workers) -> None:
+    # Django and the handlers' modules, walked again by every full collection with the
+    # GIL held, would stall every lane and handler thread for tens of milliseconds.
+    workers.start("--queues", "threads", "--concurrency", "1")
+    heap = ran(records([jobs.heap.enqueue().id])[0])
+    assert heap["frozen"] > 20_000, heap
+    assert heap["walked"] < heap["frozen"] / 2, heap
+
+
 def ran(rec: JobRecord) -> dict[str, Any]:
     """What tests.backend returned: its backend pid and its thread."""
     assert isinstance(rec.result, dict), rec.result
