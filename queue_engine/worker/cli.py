@@ -121,8 +121,8 @@ def settle_the_heap() -> None:
 
     Django, the handlers' modules and the worker's own objects are 100,000 and more
     objects that the collector would walk again on every full collection, tens of
-    milliseconds with the GIL held: a stall of every lane and handler thread, at a
-    rhythm set by how fast jobs allocate. Frozen, they are never walked; a full
+    milliseconds with the GIL held: a stall of every lane and handler thread, whenever
+    enough objects have outlived the young collections. Frozen, they are never walked; a full
     collection then walks only what jobs left behind. Garbage is collected first so
     that none of it is kept for good.
     """

@@ -72,7 +72,8 @@ def test_the_worker_keeps_its_start_up_heap_off_the_garbage_collector(workers: W
 
 
 def ran(rec: JobRecord) -> dict[str, Any]:
-    """What tests.backend returned: its backend pid and its thread."""
+    """What a job returned: tests.backend its backend pid and thread, tests.heap its
+    process's collector counts."""
     assert isinstance(rec.result, dict), rec.result
     return rec.result
 
