@@ -110,16 +110,22 @@ COPY_CHUNK = 1_000
 def copy_rows(count: int, rows: Iterator[Row]) -> list[int]:
     """COPY `count` rows without dedup keys, built as they are sent; ids in input order.
 
-    A row that fails validation part-way aborts the COPY: nothing is written."""
+    The first chunk is built before the transaction's first statement, so a batch of up
+    to COPY_CHUNK rows holds its transaction open only for its round trips, and its jobs'
+    `created_at` (the transaction's start) is not earlier than it needs to be. A row that
+    fails validation part-way aborts the COPY: nothing is written."""
     if not count:
         return []
+    chunk = list(itertools.islice(rows, COPY_CHUNK))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql.ALLOCATE_JOB_IDS, [count])
         now, ids = cursor.fetchone()
         with cursor.cursor.copy(sql.COPY_JOBS) as copy:
-            for start in range(0, count, COPY_CHUNK):
-                chunk = list(itertools.islice(rows, COPY_CHUNK))
+            start = 0
+            while chunk:
                 copy.write(_copy_text(chunk, ids[start : start + len(chunk)], now))
+                start += len(chunk)
+                chunk = list(itertools.islice(rows, COPY_CHUNK)) if start < count else []
     return list(ids)
 
 
