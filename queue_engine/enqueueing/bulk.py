@@ -125,7 +125,7 @@ def copy_rows(count: int, rows: Iterator[Row]) -> list[int]:
             while chunk:
                 copy.write(_copy_text(chunk, ids[start : start + len(chunk)], now))
                 start += len(chunk)
-                chunk = list(itertools.islice(rows, COPY_CHUNK)) if start < count else []
+                chunk = list(itertools.islice(rows, COPY_CHUNK))
     return list(ids)
 
 
