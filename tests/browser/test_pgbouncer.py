@@ -9,6 +9,7 @@ session setting) fails here, or is seen to go wrong."""
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -61,15 +62,21 @@ class Bouncer:
     def __init__(self) -> None:
         target = conninfo_to_dict(database_url_for_tests())
         self.user = str(target.get("user") or "postgres")
-        # pgbouncer will not run as root: as root it becomes nobody, who must read its
-        # files and write its log.
+        # pgbouncer will not run as root: as root it becomes another user, who must read
+        # its files and write its log, and reach the server: nobody over TCP, the owner
+        # of the socket's directory over a Unix socket (the embedded Postgres keeps its
+        # socket in its data directory, which only its owner may enter).
+        host = str(target.get("host") or "127.0.0.1")
+        self.run_as = (
+            pwd.getpwuid(os.stat(host).st_uid).pw_name if host.startswith("/") else "nobody"
+        )
         self.dir = Path(tempfile.mkdtemp(prefix="pgbouncer-"))
         self.dir.chmod(0o777)
         self.port = free_port()
         server = " ".join(
             f"{key}={value}"
             for key, value in (
-                ("host", target.get("host") or "127.0.0.1"),
+                ("host", host),
                 ("port", target.get("port") or 5432),
                 ("user", self.user),
                 ("password", target.get("password")),
@@ -102,7 +109,7 @@ log_connections = 1
             path.chmod(0o666)
         command = [PGBOUNCER, str(self.ini)]
         if os.geteuid() == 0:
-            command[1:1] = ["-u", "nobody"]
+            command[1:1] = ["-u", self.run_as]
         self.proc = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=(self.dir / "stderr").open("wb")
         )
