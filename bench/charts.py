@@ -2,10 +2,11 @@
 no library: the report is one static file).
 
 A result row with `series` (a list, one per run, of columns keyed by name with a
-"second" column) gets one chart per run: jobs per second above (enqueued and
-completed), milliseconds below (p99 pickup latency and the longest gap without a
-completion, with the target as a dashed line). A stall shows as a dip above and a
-spike below at the same second.
+"second" column) gets one chart per run: jobs per second (enqueued and completed),
+milliseconds (p99 pickup latency and the longest gap without a completion, with the
+target as a dashed line), and where the series has them (bench.cpu), the CPU in cores
+by who spent it and the share of each second a task waited for a CPU. A stall shows as
+a dip in the first panel and a spike in the second at the same second.
 """
 
 from __future__ import annotations
@@ -14,18 +15,36 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-WIDTH, PANEL, GAP, LEFT, BOTTOM = 760, 120, 28, 56, 22
+WIDTH, PANEL, GAP, LEFT, BOTTOM, LEGEND = 760, 120, 28, 56, 22, 18
 COLOURS = {
     "enqueued": "#9aa5b1",
     "completed": "#2b6cb0",
     "p99": "#c05621",
     "gap_ms": "#822727",
+    "cpu_busy": "#1a202c",
+    "cpu_postgres": "#319795",
+    "cpu_workers": "#b7791f",
+    "cpu_producer": "#2f855a",
+    "cpu_steal": "#e53e3e",
+    "cpu_wait_pct": "#805ad5",
 }
+RUN_PANELS = (
+    ("enqueued", "completed"),
+    ("p99", "gap_ms"),
+    ("cpu_busy", "cpu_postgres", "cpu_workers", "cpu_producer", "cpu_steal"),
+    ("cpu_wait_pct",),
+)
 LABELS = {
     "enqueued": "enqueued/s",
     "completed": "completed/s",
     "p99": "p99 pickup (ms)",
     "gap_ms": "longest gap (ms)",
+    "cpu_busy": "CPU busy (cores)",
+    "cpu_postgres": "Postgres (cores)",
+    "cpu_workers": "workers (cores)",
+    "cpu_producer": "producer (cores)",
+    "cpu_steal": "steal (cores)",
+    "cpu_wait_pct": "waited for a CPU (% of the second)",
 }
 # A soak's samples (a row's `minutes`): one panel per group, sharing the time axis.
 SOAK_PANELS = (
@@ -105,24 +124,31 @@ def run_chart(series: dict[str, list[float]], target_ms: float | None = None) ->
     seconds = series.get("second") or []
     if not seconds:
         return "<p>(no data)</p>"
-    height = 2 * PANEL + GAP + BOTTOM + 8
-    top = _panel(series, ("enqueued", "completed"), 4, seconds, None)
-    bottom = _panel(series, ("p99", "gap_ms"), 4 + PANEL + GAP, seconds, target_ms)
-    axis_y = 4 + 2 * PANEL + GAP
-    ticks = []
+    panels = [tuple(k for k in keys if k in series) for keys in RUN_PANELS]
+    panels = [keys for keys in panels if keys]
+    parts = []
+    for index, keys in enumerate(panels):
+        y0 = LEGEND + index * (PANEL + GAP + LEGEND)
+        target = target_ms if "p99" in keys else None
+        parts.append(_legend(keys, y0 - 6))
+        parts.append(_panel(series, keys, y0, seconds, target))
+    axis_y = LEGEND + len(panels) * (PANEL + GAP + LEGEND) - GAP - LEGEND
     step = max(1, len(seconds) // 10)
     for s in seconds[::step]:
         x = _x(s, seconds)
-        ticks.append(f'<text x="{x:.1f}" y="{axis_y + 16}" text-anchor="middle">{s}s</text>')
-    legend = "".join(
-        f'<tspan fill="{COLOURS[k]}">\u25a0 {_e(LABELS[k])}</tspan>  ' for k in COLOURS
-    )
+        parts.append(f'<text x="{x:.1f}" y="{axis_y + 16}" text-anchor="middle">{s}s</text>')
+    height = axis_y + BOTTOM + 8
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height + 16}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
         f'font-size="11" font-family="system-ui, sans-serif" role="img">'
-        f"{top}{bottom}{''.join(ticks)}"
-        f'<text x="{LEFT}" y="{height + 12}">{legend}</text></svg>'
+        f"{''.join(parts)}</svg>"
     )
+
+
+def _legend(keys: tuple[str, ...], y: float) -> str:
+    """A panel's key, above it: one coloured name per line it draws."""
+    names = "".join(f'<tspan fill="{COLOURS[k]}">\u25a0 {_e(LABELS[k])}</tspan>  ' for k in keys)
+    return f'<text x="{LEFT}" y="{y}">{names}</text>'
 
 
 def _panel(
@@ -132,7 +158,9 @@ def _panel(
     seconds: list[float],
     target: float | None,
 ) -> str:
-    peak = max([max(series.get(k) or [0.0]) for k in keys] + [target or 0.0, 1e-9])
+    peak = max(
+        [v for k in keys for v in series.get(k) or [] if v is not None] + [target or 0.0, 1e-9]
+    )
     parts = [
         f'<rect x="{LEFT}" y="{y0}" width="{WIDTH - LEFT - 8}" height="{PANEL}" '
         'fill="none" stroke="#ccc"/>',
@@ -150,6 +178,7 @@ def _panel(
         points = " ".join(
             f"{_x(s, seconds):.1f},{y0 + PANEL - PANEL * v / peak:.1f}"
             for s, v in zip(seconds, values, strict=False)
+            if v is not None
         )
         parts.append(
             f'<polyline points="{points}" fill="none" stroke="{COLOURS[key]}" stroke-width="1.2"/>'

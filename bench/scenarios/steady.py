@@ -31,14 +31,18 @@ loop: the targets are absolute (issue 24).
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
 
+from bench.cpu import COLUMNS as CPU_COLUMNS
+from bench.cpu import CpuSampler
 from bench.harness import BenchEnv, log, per_second, timer
 from bench.jobs import ASYNC_KIND, QUEUE, async_noop
 from bench.workers import (
@@ -128,7 +132,8 @@ class Run:
     from_commit: tuple[float, float, float, float]  # p50, p95, p99, max
     enqueue: tuple[float, float]  # p50, p99 of the producer's transactions
     producer_lag_ms: float
-    series: dict[str, list[float]]
+    series: dict[str, list[Any]]
+    cpu: dict[str, float | None]
 
 
 def run(env: BenchEnv) -> list[dict[str, Any]]:
@@ -164,9 +169,14 @@ def one_run(env: BenchEnv, rate: float, duration: float) -> Run:
     to finish; read the run's figures from the history."""
     env.truncate()
     configure_queue(env, QUEUE, paused=False)
-    n, lag, ticks = produce(rate, duration)
+    cpu = CpuSampler().start()
+    try:
+        n, lag, ticks = produce(rate, duration)
+        with env.connect() as conn:
+            wait_until(conn, COUNT_RECORDS, lambda c: c >= n, what=f"{n} jobs in the history")
+    finally:
+        cpu.stop()
     with env.connect() as conn:
-        wait_until(conn, COUNT_RECORDS, lambda c: c >= n, what=f"{n} jobs in the history table")
         t0 = conn.execute(START).fetchone()[0]  # type: ignore[index]
         (p50, p95, p99), worst, count = conn.execute(LATENCY).fetchone()  # type: ignore[misc]
         gap_row = conn.execute(LONGEST_GAP, {"t0": t0}).fetchone()
@@ -180,6 +190,7 @@ def one_run(env: BenchEnv, rate: float, duration: float) -> Run:
         series = per_second_series(
             conn.execute(BY_ENQUEUE_SECOND, {"t0": t0}).fetchall(),
             conn.execute(BY_FINISH_SECOND, {"t0": t0}).fetchall(),
+            [((at - t0).total_seconds(), figures) for at, figures in cpu.rows()],
         )
     figures = Run(
         rate=rate,
@@ -194,6 +205,7 @@ def one_run(env: BenchEnv, rate: float, duration: float) -> Run:
         enqueue=(float(e50), float(e99)),
         producer_lag_ms=lag * 1000,
         series=series,
+        cpu=cpu_summary(series),
     )
     log(
         f"  steady at {rate:,.0f}/s: {n} jobs, p50 {figures.p50:.2f} ms, p95 {figures.p95:.2f}, "
@@ -204,7 +216,45 @@ def one_run(env: BenchEnv, rate: float, duration: float) -> Run:
         "    from the enqueue's commit: p50 {:.2f} ms, p95 {:.2f}, p99 {:.2f}, max {:.1f}; "
         "the enqueue itself p50 {:.2f}, p99 {:.2f}".format(*figures.from_commit, *figures.enqueue)
     )
+    c = figures.cpu
+    if c:
+        log(
+            f"    CPU (cores, median second): busy {c['busy']:.2f} of {os.cpu_count()}, "
+            f"Postgres {c['postgres']:.2f}, workers {c['workers']:.2f}, producer "
+            f"{c['producer']:.2f}, steal {c['steal']:.2f}"
+            + (
+                f"; a task waited for a CPU {c['wait_pct']:.0f}% of the second; p99 against "
+                f"that wait r = {c['r_wait_p99']}"
+                if "wait_pct" in c
+                else ""
+            )
+        )
     return figures
+
+
+def cpu_summary(series: dict[str, list[Any]]) -> dict[str, float | None]:
+    """The medians of the CPU's per-second figures over the seconds that enqueued jobs,
+    and how the per-second p99 follows the time tasks waited for a CPU (Pearson's r)."""
+    cpu = series["cpu_busy"]
+    seconds = [i for i, n in enumerate(series["enqueued"]) if n > 0 and cpu[i] is not None]
+    if len(seconds) < 3:
+        return {}
+    median = statistics.median
+    summary: dict[str, float | None] = {
+        name: round(median(series[f"cpu_{name}"][i] for i in seconds), 3)
+        for name in ("busy", "postgres", "workers", "producer", "steal")
+    }
+    waited = [(series["cpu_wait_pct"][i], series["p99"][i]) for i in seconds]
+    waited = [(w, p) for w, p in waited if w is not None]  # no PSI on this kernel
+    if len(waited) < 3:
+        return summary
+    waits, p99s = [w for w, _ in waited], [p for _, p in waited]
+    summary["wait_pct"] = round(median(waits), 1)
+    try:
+        summary["r_wait_p99"] = round(statistics.correlation(waits, p99s), 2)
+    except statistics.StatisticsError:  # a constant series
+        summary["r_wait_p99"] = None
+    return summary
 
 
 def produce(rate: float, duration: float) -> tuple[int, float, list[tuple[int, datetime]]]:
@@ -235,13 +285,18 @@ def produce(rate: float, duration: float) -> tuple[int, float, list[tuple[int, d
 
 
 def per_second_series(
-    enqueued: list[tuple[Any, ...]], finished: list[tuple[Any, ...]]
-) -> dict[str, list[float]]:
-    """The run's seconds as columns: second, enqueued, completed, p50, p99, max, gap_ms."""
+    enqueued: list[tuple[Any, ...]],
+    finished: list[tuple[Any, ...]],
+    cpu: Sequence[tuple[float, dict[str, float]]] = (),
+) -> dict[str, list[Any]]:
+    """The run's seconds as columns: second, enqueued, completed, p50, p99, max, gap_ms,
+    and the CPU's figures (bench.cpu) of the sample whose middle falls in that second."""
     seconds = max([int(r[0]) for r in enqueued] + [int(r[0]) for r in finished] + [0]) + 1
     columns = ("enqueued", "completed", "p50", "p99", "max", "gap_ms")
-    series: dict[str, list[float]] = {"second": list(range(seconds))}
+    series: dict[str, list[Any]] = {"second": list(range(seconds))}
     series.update({c: [0.0] * seconds for c in columns})
+    # A second with no CPU sample (after the sampler stopped) has none, not a zero.
+    series.update({c: [None] * seconds for c in CPU_COLUMNS})
     for s, count, p50, p99, worst in enqueued:
         for column, value in zip(
             ("enqueued", "p50", "p99", "max"), (count, p50, p99, worst), strict=True
@@ -250,6 +305,10 @@ def per_second_series(
     for s, count, gap in finished:
         series["completed"][int(s)] = float(count)
         series["gap_ms"][int(s)] = round(float(gap or 0.0), 3)
+    for at, figures in cpu:
+        if 0 <= at < seconds:
+            for column, value in figures.items():
+                series[column][int(at)] = value
     return series
 
 
@@ -300,6 +359,7 @@ def result(
         "moment the producer's COMMIT returned); gap = longest time between two "
         "successive finished_at; medians over runs",
         series=[r.series for r in runs],
+        cpu=[r.cpu for r in runs],
     )
     if target_gap is not None:
         row["target_met"] = bool(row["target_met"]) and gap <= target_gap

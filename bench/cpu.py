@@ -1,0 +1,133 @@
+"""Where the machine's CPU goes, second by second, while a load scenario runs.
+
+A thread samples Linux's counters every SAMPLE seconds:
+- `/proc/stat`: the whole machine's busy time, and the time the hypervisor took from
+  this VM (steal), in cores (2.0 = both cores of this machine for the whole second);
+- `/proc/<pid>/stat` of every process: the CPU time of Postgres's processes, of the
+  `runworker` processes, of this bench process (the producer) and of the rest;
+- `/proc/pressure/cpu` (PSI): the share of the second in which at least one runnable
+  task waited for a CPU. Above a few percent, work queues behind other work, and a
+  job's pickup waits for the scheduler as well as for the engine.
+
+The samples are keyed by wall-clock time, the same clock as Postgres's `now()` on this
+machine, so a scenario can put them beside its per-second series.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+SAMPLE = 1.0  # seconds between samples
+TICKS = os.sysconf("SC_CLK_TCK")
+GROUPS = ("postgres", "workers", "producer", "other")
+# The columns a sample adds to a per-second series.
+COLUMNS = ("cpu_busy", "cpu_postgres", "cpu_workers", "cpu_producer", "cpu_steal", "cpu_wait_pct")
+
+
+@dataclass
+class Reading:
+    at: float  # time.time()
+    busy: float  # machine, seconds of CPU
+    steal: float
+    psi_some_us: int | None
+    by_group: dict[str, float]
+
+
+@dataclass
+class CpuSampler:
+    """Samples in a daemon thread between start() and stop(); `rows()` gives each
+    interval's figures with the wall-clock time of its middle."""
+
+    readings: list[Reading] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _groups: dict[tuple[int, str], str] = field(default_factory=dict)
+
+    def start(self) -> CpuSampler:
+        self.readings.append(self._read())
+        self._thread = threading.Thread(target=self._loop, name="cpu-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(SAMPLE):
+            self.readings.append(self._read())
+
+    def rows(self) -> list[tuple[datetime, dict[str, float]]]:
+        out = []
+        for before, after in zip(self.readings, self.readings[1:], strict=False):
+            span = after.at - before.at
+            if span <= 0:
+                continue
+            figures = {
+                "cpu_busy": (after.busy - before.busy) / span,
+                "cpu_steal": (after.steal - before.steal) / span,
+            }
+            for group in GROUPS[:-1]:
+                spent = after.by_group.get(group, 0.0) - before.by_group.get(group, 0.0)
+                figures[f"cpu_{group}"] = max(spent, 0.0) / span
+            if after.psi_some_us is not None and before.psi_some_us is not None:
+                waited = (after.psi_some_us - before.psi_some_us) / 1e6
+                figures["cpu_wait_pct"] = 100 * waited / span
+            middle = datetime.fromtimestamp((before.at + after.at) / 2, UTC)
+            out.append((middle, {k: round(v, 3) for k, v in figures.items()}))
+        return out
+
+    def _read(self) -> Reading:
+        at = time.time()
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
+        busy = (user + nice + system + irq + softirq) / TICKS
+        return Reading(at, busy, steal / TICKS, _psi_some(), self._by_group())
+
+    def _by_group(self) -> dict[str, float]:
+        spent = dict.fromkeys(GROUPS, 0.0)
+        me = os.getpid()
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            pid = int(entry.name)
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue
+            comm_end = stat.rfind(")")
+            rest = stat[comm_end + 2 :].split()
+            # Fields 14 and 15 (utime, stime) are rest[11] and rest[12]; 22 (start) rest[19].
+            key = (pid, rest[19])
+            group = self._groups.get(key)
+            if group is None:
+                group = _group(pid, stat[stat.find("(") + 1 : comm_end], me)
+                self._groups[key] = group
+            spent[group] += (int(rest[11]) + int(rest[12])) / TICKS
+        return spent
+
+
+def _group(pid: int, comm: str, me: int) -> str:
+    if pid == me:
+        return "producer"
+    if comm.startswith("postgres") or comm.startswith("postmaster"):
+        return "postgres"
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "other"
+    return "workers" if b"runworker" in cmdline else "other"
+
+
+def _psi_some() -> int | None:
+    try:
+        line = Path("/proc/pressure/cpu").read_text().split("\n", 1)[0]
+    except OSError:
+        return None
+    return int(line.rsplit("total=", 1)[1])
