@@ -14,9 +14,9 @@ Each run's figures come from the history rows, on the database clock:
 - pickup latency: `started_at - created_at` of every job (p50, p95, p99, max);
 - pickup latency from the enqueue's commit: `started_at` minus the moment the
   producer's transaction returned from COMMIT (the bench process's clock, the same
-  machine's as Postgres's). `created_at` is the enqueueing transaction's start, so the
-  first figure also holds the enqueue itself (its COPY, its commit waiting for the WAL
-  flush); this one is what the workers take once the jobs can be seen, and the
+  machine's as Postgres's). `created_at` is the start of the statement that inserted
+  the job (the column's default, `statement_timestamp()`), so the first figure also
+  holds the rest of the enqueue (its COPY, its commit waiting for the WAL flush); this one is what the workers take once the jobs can be seen, and the
   difference is the enqueue's own time (`enqueue_p50`/`enqueue_p99`);
 - the longest gap between two successive completions (`finished_at`), the stall a
   user would see as "nothing finished for that long";

@@ -112,8 +112,9 @@ def copy_rows(count: int, rows: Iterator[Row]) -> list[int]:
 
     The first chunk is built before the transaction's first statement, so a batch of up
     to COPY_CHUNK rows holds its transaction open only for its round trips, and its jobs'
-    `created_at` (the transaction's start) is not earlier than it needs to be. A row that
-    fails validation part-way aborts the COPY: nothing is written."""
+    `created_at` (the COPY's start: the column's default is `statement_timestamp()`) does
+    not count the rows' building. A row that fails validation part-way aborts the COPY:
+    nothing is written."""
     if not count:
         return []
     chunk = list(itertools.islice(rows, COPY_CHUNK))
