@@ -1,10 +1,11 @@
 """Where the machine's CPU goes, second by second, while a load scenario runs.
 
-A thread samples Linux's counters every SAMPLE seconds:
+A process of its own samples Linux's counters every SAMPLE seconds:
 - `/proc/stat`: the whole machine's busy time, and the time the hypervisor took from
   this VM (steal), in cores (2.0 = both cores of this machine for the whole second);
 - `/proc/<pid>/stat` of every process: the CPU time of Postgres's processes, of the
-  `runworker` processes, of this bench process (the producer) and of the rest;
+  `runworker` processes, of the bench process that started the sampler (the producer)
+  and of the rest (the sampler's own process among them);
 - `/proc/pressure/cpu` (PSI): the share of the second in which at least one runnable
   task waited for a CPU. Above a few percent, work queues behind other work, and a
   job's pickup waits for the scheduler as well as for the engine.
@@ -15,12 +16,13 @@ machine, so a scenario can put them beside its per-second series.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 SAMPLE = 1.0  # seconds between samples
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -40,28 +42,37 @@ class Reading:
 
 @dataclass
 class CpuSampler:
-    """Samples in a daemon thread between start() and stop(); `rows()` gives each
-    interval's figures with the wall-clock time of its middle."""
+    """Samples between start() and stop(), in a process of its own: reading every
+    process's counters takes a couple of milliseconds, which in a thread of the bench
+    would hold the producer's GIL once a second. `rows()` gives each interval's figures
+    with the wall-clock time of its middle."""
 
     readings: list[Reading] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-    _groups: dict[tuple[int, str], str] = field(default_factory=dict)
+    _process: Any = None
+    _stop: Any = None
+    _receive: Any = None
 
     def start(self) -> CpuSampler:
-        self.readings.append(self._read())
-        self._thread = threading.Thread(target=self._loop, name="cpu-sampler", daemon=True)
-        self._thread.start()
+        context = multiprocessing.get_context("spawn")
+        self._stop = context.Event()
+        self._receive, send = context.Pipe(duplex=False)
+        self._process = context.Process(
+            target=_sample, args=(send, self._stop, os.getpid()), name="cpu-sampler", daemon=True
+        )
+        self._process.start()
+        send.close()
         return self
 
     def stop(self) -> None:
+        if self._process is None:
+            return
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(SAMPLE):
-            self.readings.append(self._read())
+        try:
+            self.readings = self._receive.recv()
+        except EOFError:  # the sampler died: the run has no CPU figures
+            self.readings = []
+        self._process.join()
+        self._process = None
 
     def rows(self) -> list[tuple[datetime, dict[str, float]]]:
         out = []
@@ -83,38 +94,51 @@ class CpuSampler:
             out.append((middle, {k: round(v, 3) for k, v in figures.items()}))
         return out
 
-    def _read(self) -> Reading:
-        at = time.time()
-        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
-        busy = (user + nice + system + irq + softirq) / TICKS
-        return Reading(at, busy, steal / TICKS, _psi_some(), self._by_group())
 
-    def _by_group(self) -> dict[str, float]:
-        spent = dict.fromkeys(GROUPS, 0.0)
-        me = os.getpid()
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            pid = int(entry.name)
-            try:
-                stat = Path(f"/proc/{pid}/stat").read_text()
-            except OSError:
-                continue
-            comm_end = stat.rfind(")")
-            rest = stat[comm_end + 2 :].split()
-            # Fields 14 and 15 (utime, stime) are rest[11] and rest[12]; 22 (start) rest[19].
-            key = (pid, rest[19])
-            group = self._groups.get(key)
-            if group is None:
-                group = _group(pid, stat[stat.find("(") + 1 : comm_end], me)
-                self._groups[key] = group
-            spent[group] += (int(rest[11]) + int(rest[12])) / TICKS
-        return spent
+def _sample(send: Any, stop: Any, producer: int) -> None:
+    """The sampler process: a reading every SAMPLE seconds until `stop`, then all of them
+    through `send`."""
+    groups: dict[tuple[int, str], str] = {}
+    readings = [_read(groups, producer)]
+    while not stop.wait(SAMPLE):
+        readings.append(_read(groups, producer))
+    send.send(readings)
+    send.close()
 
 
-def _group(pid: int, comm: str, me: int) -> str:
-    if pid == me:
+def _read(groups: dict[tuple[int, str], str], producer: int) -> Reading:
+    at = time.time()
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
+    busy = (user + nice + system + irq + softirq) / TICKS
+    return Reading(at, busy, steal / TICKS, _psi_some(), _by_group(groups, producer))
+
+
+def _by_group(groups: dict[tuple[int, str], str], producer: int) -> dict[str, float]:
+    """CPU seconds so far of every live process, summed by group; `groups` remembers each
+    process's group by (pid, start time), so a command line is read once."""
+    spent = dict.fromkeys(GROUPS, 0.0)
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        comm_end = stat.rfind(")")
+        rest = stat[comm_end + 2 :].split()
+        # Fields 14 and 15 (utime, stime) are rest[11] and rest[12]; 22 (start) rest[19].
+        key = (pid, rest[19])
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _group(pid, stat[stat.find("(") + 1 : comm_end], producer)
+        spent[group] += (int(rest[11]) + int(rest[12])) / TICKS
+    return spent
+
+
+def _group(pid: int, comm: str, producer: int) -> str:
+    if pid == producer:
         return "producer"
     if comm.startswith("postgres") or comm.startswith("postmaster"):
         return "postgres"
