@@ -120,11 +120,12 @@ def soak_chart(samples: dict[str, list[float]]) -> str:
     )
 
 
-def run_chart(series: dict[str, list[float]], target_ms: float | None = None) -> str:
+def run_chart(series: dict[str, list[Any]], target_ms: float | None = None) -> str:
     seconds = series.get("second") or []
     if not seconds:
         return "<p>(no data)</p>"
-    panels = [tuple(k for k in keys if k in series) for keys in RUN_PANELS]
+    drawn = {k for k, values in series.items() if any(v is not None for v in values)}
+    panels = [tuple(k for k in keys if k in drawn) for keys in RUN_PANELS]
     panels = [keys for keys in panels if keys]
     parts = []
     for index, keys in enumerate(panels):
@@ -152,7 +153,7 @@ def _legend(keys: tuple[str, ...], y: float) -> str:
 
 
 def _panel(
-    series: dict[str, list[float]],
+    series: dict[str, list[Any]],
     keys: tuple[str, ...],
     y0: float,
     seconds: list[float],

@@ -16,8 +16,9 @@ Each run's figures come from the history rows, on the database clock:
   producer's transaction returned from COMMIT (the bench process's clock, the same
   machine's as Postgres's). `created_at` is the start of the statement that inserted
   the job (the column's default, `statement_timestamp()`), so the first figure also
-  holds the rest of the enqueue (its COPY, its commit waiting for the WAL flush); this one is what the workers take once the jobs can be seen, and the
-  difference is the enqueue's own time (`enqueue_p50`/`enqueue_p99`);
+  holds the rest of the enqueue (its COPY, its commit waiting for the WAL flush); this
+  one is what the workers take once the jobs can be seen, and the difference is the
+  enqueue's own time (`enqueue_p50`/`enqueue_p99`);
 - the longest gap between two successive completions (`finished_at`), the stall a
   user would see as "nothing finished for that long";
 - a per-second series, drawn in the HTML report: jobs enqueued, jobs completed,
@@ -173,7 +174,7 @@ def one_run(env: BenchEnv, rate: float, duration: float) -> Run:
     try:
         n, lag, ticks = produce(rate, duration)
         with env.connect() as conn:
-            wait_until(conn, COUNT_RECORDS, lambda c: c >= n, what=f"{n} jobs in the history")
+            wait_until(conn, COUNT_RECORDS, lambda c: c >= n, what=f"{n} jobs in the history table")
     finally:
         cpu.stop()
     with env.connect() as conn:
@@ -235,7 +236,9 @@ def one_run(env: BenchEnv, rate: float, duration: float) -> Run:
 def cpu_summary(series: dict[str, list[Any]]) -> dict[str, float | None]:
     """The medians of the CPU's per-second figures over the seconds that enqueued jobs,
     and how the per-second p99 follows the time tasks waited for a CPU (Pearson's r)."""
-    cpu = series["cpu_busy"]
+    cpu = series.get("cpu_busy")
+    if cpu is None:  # no sample came back
+        return {}
     seconds = [i for i, n in enumerate(series["enqueued"]) if n > 0 and cpu[i] is not None]
     if len(seconds) < 3:
         return {}
@@ -290,13 +293,15 @@ def per_second_series(
     cpu: Sequence[tuple[float, dict[str, float]]] = (),
 ) -> dict[str, list[Any]]:
     """The run's seconds as columns: second, enqueued, completed, p50, p99, max, gap_ms,
-    and the CPU's figures (bench.cpu) of the sample whose middle falls in that second."""
+    and, given CPU samples, their figures (bench.cpu) of the sample whose middle falls in
+    that second."""
     seconds = max([int(r[0]) for r in enqueued] + [int(r[0]) for r in finished] + [0]) + 1
     columns = ("enqueued", "completed", "p50", "p99", "max", "gap_ms")
     series: dict[str, list[Any]] = {"second": list(range(seconds))}
     series.update({c: [0.0] * seconds for c in columns})
-    # A second with no CPU sample (after the sampler stopped) has none, not a zero.
-    series.update({c: [None] * seconds for c in CPU_COLUMNS})
+    if cpu:
+        # A second with no CPU sample (after the sampler stopped) has none, not a zero.
+        series.update({c: [None] * seconds for c in CPU_COLUMNS})
     for s, count, p50, p99, worst in enqueued:
         for column, value in zip(
             ("enqueued", "p50", "p99", "max"), (count, p50, p99, worst), strict=True
