@@ -1,12 +1,19 @@
 """The threads plain-function handlers run in.
 
 The loop hands them whole claims at once: jobs wait in one queue, and a thread that
-finishes a job takes the next one without sleeping. A thread is woken (or started, up to
-the worker's concurrency) only while jobs wait and no other thread is on its way to
-them, so quick handlers run back to back on one or two threads, and slow ones (the ORM
-waiting on Postgres, sleeps, HTTP) spread over as many threads as they keep busy. The
-most recently idle thread is woken first, with its warm Django connection; a thread idle
-for IDLE_EXIT closes its connections and ends.
+finishes a job takes the next one without sleeping. How many threads are woken (or
+started, up to the worker's concurrency) for waiting jobs depends on how long the
+handlers take:
+- quick ones (under SLOW_HANDLER on average, a few tens of microseconds for a plain
+  computation): one thread at a time is on its way to them, so they run back to back on
+  one or two threads rather than waking a thread each for work that ends before the
+  thread is up;
+- ones that wait (the ORM waiting on Postgres, sleeps, HTTP): a thread for each waiting
+  job at once. Woken one after another, a claim of ten such jobs would start its tenth
+  only after nine wake-ups in a row, each waiting for a CPU and the GIL on a busy
+  machine, while threads sleep.
+The most recently idle thread is woken first, with its warm Django connection; a thread
+idle for IDLE_EXIT closes its connections and ends.
 
 Finished jobs go back to the loop in batches: one wake-up of the loop for all the jobs
 that finished while it was busy, not one per job.
@@ -22,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -33,6 +41,14 @@ log = logging.getLogger("queue_engine.worker")
 
 # An idle thread ends after this long (closing its Django connections with it).
 IDLE_EXIT = 60.0
+# Handlers that take this long on average (wall clock, from a thread's start of the job
+# to its end) get a thread for each waiting job; quicker ones share one or two threads.
+# A thread's wake-up costs tens of microseconds on an idle machine and a millisecond or
+# so on a busy one.
+SLOW_HANDLER = 0.001
+# The average is exponential, with this weight for the newest job: it follows a change
+# of workload within a few dozen jobs and is not swayed by one long job.
+RUN_WEIGHT = 0.05
 
 
 class _Hand:
@@ -56,6 +72,7 @@ class HandlerThreads:
         self._parked: list[_Hand] = []
         self._threads = 0  # threads that count against the concurrency
         self._on_the_way = 0  # threads woken or started that have not looked for work yet
+        self._run_time = 0.0  # the handlers' average wall-clock time, seconds (RUN_WEIGHT)
         self._dropped: set[Execution] = set()  # their outcome must not be delivered
         self._done: list[Outcome] = []
         self._closed = False
@@ -75,8 +92,7 @@ class HandlerThreads:
         with self._lock:
             self._waiting.append(execution)
             start = self._more_hands()
-        if start:
-            self._start_thread()
+        self._start_threads(start)
 
     def drop(self, execution: Execution) -> bool:
         """Settle `execution` without its thread: what the thread does from now on is
@@ -93,8 +109,7 @@ class HandlerThreads:
             else:
                 return False  # finished: its outcome is in _done or delivered
             start = self._more_hands()
-        if start:
-            self._start_thread()
+        self._start_threads(start)
         return True
 
     def abandon(self, execution: Execution, timeout: float) -> bool:
@@ -129,23 +144,31 @@ class HandlerThreads:
 
     # --- the threads' side --------------------------------------------------------
 
-    def _more_hands(self) -> bool:
-        """Under the lock: wake a thread for the waiting jobs, or say to start one."""
-        if not self._waiting or self._on_the_way or self._closed:
-            return False
-        if self._parked:
+    def _more_hands(self) -> int:
+        """Under the lock: wake threads for the waiting jobs; how many to start."""
+        if self._closed:
+            return 0
+        if self._run_time >= SLOW_HANDLER:
+            wanted = len(self._waiting) - self._on_the_way
+        else:
+            wanted = 1 if self._waiting and not self._on_the_way else 0
+        start = 0
+        while wanted > 0:
+            if self._parked:
+                self._parked.pop().wake.release()
+            elif self._threads < self.concurrency:
+                self._threads += 1
+                start += 1
+            else:
+                break
             self._on_the_way += 1
-            self._parked.pop().wake.release()
-            return False
-        if self._threads < self.concurrency:
-            self._threads += 1
-            self._on_the_way += 1
-            return True
-        return False
+            wanted -= 1
+        return start
 
-    def _start_thread(self) -> None:
-        thread = threading.Thread(target=self._work, name="job", daemon=True)
-        thread.start()
+    def _start_threads(self, count: int) -> None:
+        for _ in range(count):
+            thread = threading.Thread(target=self._work, name="job", daemon=True)
+            thread.start()
 
     def _work(self) -> None:
         from django.db import connections
@@ -183,19 +206,21 @@ class HandlerThreads:
                 hand.wake.acquire()  # woken just as the wait ran out
                 arrived = True
                 continue
-            if start:
-                self._start_thread()
+            self._start_threads(start)
             if execution.cancelled.is_set():
                 # Told to stop (an operator's cancel) while it waited for a thread: it
                 # does not start.
                 if not self._finished(execution, execution.cancelled_outcome()):
                     return
                 continue
+            began = time.perf_counter()
             check_connections()
             try:
                 outcome = execution.run_sync()
             finally:
                 tidy_connections()
+            # Unlocked: a lost update among threads only nudges the average.
+            self._run_time += RUN_WEIGHT * (time.perf_counter() - began - self._run_time)
             if not self._finished(execution, outcome):
                 return
 
