@@ -59,6 +59,32 @@ def split(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def warn_of_a_small_pool(concurrency: int) -> None:
+    """Handler threads that use the ORM through Django's pool share its connections:
+    more threads than connections wait for one, and past the pool's timeout a job's
+    attempt fails with psycopg_pool's PoolTimeout. Said once, at start-up."""
+    from django.db import connections
+
+    for alias in connections:
+        pool = connections[alias].settings_dict["OPTIONS"].get("pool")
+        if not pool:
+            continue
+        given = pool if isinstance(pool, dict) else {}
+        # psycopg_pool's defaults: 4 connections, a max_size of None meaning min_size.
+        size = given.get("max_size") or given.get("min_size", 4)
+        if concurrency > size:
+            logging.getLogger("queue_engine.worker").warning(
+                "--concurrency %d is more than the %d connections of database %r's pool "
+                "(OPTIONS['pool']): plain functions that use the ORM will wait for a "
+                "connection, and fail their attempt after the pool's timeout (%s s). "
+                "Lower --concurrency or raise the pool's max_size.",
+                concurrency,
+                size,
+                alias,
+                given.get("timeout", 30),
+            )
+
+
 def run(options: dict[str, Any]) -> None:
     if options["concurrency"] < 1:
         sys.exit("runworker: --concurrency must be at least 1")
@@ -81,6 +107,7 @@ def run(options: dict[str, Any]) -> None:
         if not settings["OPTIONS"].get("pool"):
             settings["CONN_MAX_AGE"] = 300
         settings["CONN_HEALTH_CHECKS"] = True
+    warn_of_a_small_pool(options["concurrency"])
     worker = Worker(
         WorkerOptions(
             conninfo=conninfo(session=True),

@@ -62,6 +62,21 @@ def test_slow_plain_functions_run_side_by_side_up_to_the_concurrency(workers: Wo
     assert all((starts[i + 4] - starts[i]).total_seconds() >= 0.9 for i in range(4))
 
 
+def test_a_worker_says_when_its_threads_outnumber_djangos_pool(workers: Workers) -> None:
+    # jobsite's JOBSITE_DB_POOL=1: a pool of at most 20 connections, a 10 s timeout.
+    workers.start("--queues", "threads", "--concurrency", "50", env={"JOBSITE_DB_POOL": "1"})
+    workers.start("--queues", "threads", "--concurrency", "20", env={"JOBSITE_DB_POOL": "1"})
+    wait_for(
+        lambda: workers.output().count(" started: ") == 2 or None,
+        timeout=20,
+        message="both workers to start",
+    )
+    big, small = (path.read_text() for path in workers.logs)
+    assert "--concurrency 50 is more than the 20 connections of database 'default'" in big
+    assert "after the pool's timeout (10 s)" in big
+    assert "more than the" not in small
+
+
 def test_the_worker_keeps_its_start_up_heap_off_the_garbage_collector(workers: Workers) -> None:
     # Django and the handlers' modules, walked again by every full collection with the
     # GIL held, would stall every lane and handler thread for tens of milliseconds.
