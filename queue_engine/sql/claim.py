@@ -57,7 +57,7 @@ NO_FLOORS: dict[str, list[object]] = {
     "floor_ids": [],
 }
 
-_HEAD = f"""
+_HEAD = """
 WITH floors AS (
     -- Where this worker's claims of each queue start (worker/floors.py): past the
     -- jobs it has seen claimed, whose entries stay in the claim index until vacuum
@@ -75,26 +75,7 @@ WITH floors AS (
 ), q AS (
     SELECT c.name, c.lock_duration, c.group_concurrency, c.rate_limit, c.max_concurrency,
            c.rate_window, k.grouped,
-           -- Keys already at their cap, by a count without a lock: their waiting jobs
-           -- are passed over when candidates are read, so that a busy key with a
-           -- backlog never fills the candidates and starves the other keys. (The
-           -- count under the lock, in rooms, still decides; a key that frees room
-           -- meanwhile is read again by the next claim.)
-           CASE WHEN k.grouped THEN (
-               SELECT array_agg(f.group_key) FROM (
-                   SELECT r.group_key
-                     FROM (SELECT r.group_key, count(*) AS running
-                             FROM queue_engine_job r
-                            WHERE r.state = 'running' AND r.queue = c.name
-                              AND r.group_key IS NOT NULL
-                            GROUP BY r.group_key) r
-                     LEFT JOIN queue_engine_grouplimit g
-                       ON g.queue = c.name AND g.group_key = r.group_key
-                    WHERE r.running >= COALESCE(g.max_concurrency, c.group_concurrency)
-                   UNION  -- keys held at 0, which run nothing
-                   SELECT g.group_key FROM queue_engine_grouplimit g
-                    WHERE g.queue = c.name AND g.max_concurrency = 0) f)
-           END AS full_keys,
+{full_keys} AS full_keys,
            (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL OR k.grouped) AS limited,
            -- No floor (a priority above any job's, so the scan below the floor's
            -- priority reads the whole queue) for a queue without one, and for a
@@ -102,19 +83,9 @@ WITH floors AS (
            -- let it through, and nothing would lower the floor then.
            CASE WHEN f.queue IS NULL OR c.max_concurrency IS NOT NULL
                      OR c.rate_limit IS NOT NULL OR k.grouped
-                THEN {NO_FLOOR} ELSE f.priority END AS floor_priority,
+                THEN {no_floor} ELSE f.priority END AS floor_priority,
            COALESCE(f.run_at, '-infinity') AS floor_run_at, COALESCE(f.id, 0) AS floor_id,
-           -- Without the queue's lock: how many candidates are worth reading and locking.
-           GREATEST(LEAST(
-               %(limit)s,
-               CASE WHEN c.max_concurrency IS NOT NULL THEN c.max_concurrency - (
-                   SELECT count(*) FROM queue_engine_job r
-                    WHERE r.state = 'running' AND r.queue = c.name) END,
-               CASE WHEN c.rate_limit IS NOT NULL THEN c.rate_limit - (
-                   SELECT COALESCE(sum(l.count), 0) FROM queue_engine_claimlog l
-                    WHERE l.queue = c.name
-                      AND l.at > now() - make_interval(secs => c.rate_window)) END
-           ), 0) AS room_guess
+{room_guess} AS room_guess
       FROM configs c
      CROSS JOIN LATERAL (
            SELECT c.group_concurrency IS NOT NULL OR EXISTS (
@@ -135,7 +106,7 @@ WITH floors AS (
                   FROM queue_engine_job
                  WHERE state = 'available' AND queue = q.name AND priority = q.floor_priority
                    AND (run_at, id) > (q.floor_run_at, q.floor_id) AND run_at <= now()
-                   AND {_FILTERS}
+                   AND {filters}
                  ORDER BY run_at, id
                  LIMIT q.room_guess
                    FOR UPDATE SKIP LOCKED
@@ -147,13 +118,64 @@ WITH floors AS (
                   FROM queue_engine_job
                  WHERE state = 'available' AND queue = q.name AND priority < q.floor_priority
                    AND run_at <= now()
-                   AND {_FILTERS}
+                   AND {filters}
                  ORDER BY priority DESC, run_at, id
                  LIMIT q.room_guess - (SELECT count(*) FROM ahead)
                    FOR UPDATE SKIP LOCKED
             ) below
            ) j
      WHERE q.room_guess > 0"""
+
+
+_FULL_KEYS = """
+           -- Keys already at their cap, by a count without a lock: their waiting jobs
+           -- are passed over when candidates are read, so that a busy key with a
+           -- backlog never fills the candidates and starves the other keys. (The
+           -- count under the lock, in rooms, still decides; a key that frees room
+           -- meanwhile is read again by the next claim.)
+           CASE WHEN k.grouped THEN (
+               SELECT array_agg(f.group_key) FROM (
+                   SELECT r.group_key
+                     FROM (SELECT r.group_key, count(*) AS running
+                             FROM queue_engine_job r
+                            WHERE r.state = 'running' AND r.queue = c.name
+                              AND r.group_key IS NOT NULL
+                            GROUP BY r.group_key) r
+                     LEFT JOIN queue_engine_grouplimit g
+                       ON g.queue = c.name AND g.group_key = r.group_key
+                    WHERE r.running >= COALESCE(g.max_concurrency, c.group_concurrency)
+                   UNION  -- keys held at 0, which run nothing
+                   SELECT g.group_key FROM queue_engine_grouplimit g
+                    WHERE g.queue = c.name AND g.max_concurrency = 0) f)
+           END"""
+
+_ROOM_GUESS = """
+           -- Without the queue's lock: how many candidates are worth reading and locking.
+           GREATEST(LEAST(
+               %(limit)s,
+               CASE WHEN c.max_concurrency IS NOT NULL THEN c.max_concurrency - (
+                   SELECT count(*) FROM queue_engine_job r
+                    WHERE r.state = 'running' AND r.queue = c.name) END,
+               CASE WHEN c.rate_limit IS NOT NULL THEN c.rate_limit - (
+                   SELECT COALESCE(sum(l.count), 0) FROM queue_engine_claimlog l
+                    WHERE l.queue = c.name
+                      AND l.at > now() - make_interval(secs => c.rate_window)) END
+           ), 0)"""
+
+
+def _head(limits: bool) -> str:
+    """The claim's start, up to its candidates. The plain claim passes limited queues
+    over, so it needs neither their full keys nor a guess at their room (its room is
+    the limit): without those subplans, which Postgres sets up at every run whether a
+    queue uses them or not, a claim's round trip costs about a third less on its own."""
+    text = _HEAD.format(
+        no_floor=NO_FLOOR,
+        filters=_FILTERS,
+        full_keys=_FULL_KEYS.strip("\n") if limits else "           NULL::varchar[]",
+        room_guess=_ROOM_GUESS.strip("\n") if limits else "           %(limit)s::int",
+    )
+    return text if limits else text + " AND NOT q.limited"
+
 
 # The plain claim's pick: the best candidates. No queue it reads has limits.
 _PICK_PLAIN = """
@@ -308,9 +330,17 @@ def _claim(limits: bool) -> str:
     """The claim under every limit, or the plain one that passes over limited queues."""
     parts: tuple[str, ...]
     if limits:
-        parts = (_HEAD, _PICK_LIMITED, _CLAIMED, _LOGGED_HELD, _MARKERS, _CLAIMED_ROWS, _HELD_ROWS)
+        parts = (
+            _head(True),
+            _PICK_LIMITED,
+            _CLAIMED,
+            _LOGGED_HELD,
+            _MARKERS,
+            _CLAIMED_ROWS,
+            _HELD_ROWS,
+        )
     else:
-        parts = (_HEAD + " AND NOT q.limited", _PICK_PLAIN, _CLAIMED, _MARKERS, _CLAIMED_ROWS)
+        parts = (_head(False), _PICK_PLAIN, _CLAIMED, _MARKERS, _CLAIMED_ROWS)
     return "".join(part.rstrip("\n") for part in parts) + _MARKER_ROWS
 
 
