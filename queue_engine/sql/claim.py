@@ -166,8 +166,8 @@ _ROOM_GUESS = """
 def _head(limits: bool) -> str:
     """The claim's start, up to its candidates. The plain claim passes limited queues
     over, so it needs neither their full keys nor a guess at their room (its room is
-    the limit): without those subplans, which Postgres sets up at every run whether a
-    queue uses them or not, a claim's round trip costs about a third less on its own."""
+    the limit), and leaves out their subplans: Postgres sets up every subplan of a
+    statement at each run, whether a queue uses it or not."""
     text = _HEAD.format(
         no_floor=NO_FLOOR,
         filters=_FILTERS,

@@ -46,9 +46,11 @@ IDLE_EXIT = 60.0
 # A thread's wake-up costs tens of microseconds on an idle machine and a millisecond or
 # so on a busy one.
 SLOW_HANDLER = 0.001
-# The average is exponential, with this weight for the newest job: it follows a change
-# of workload within a few dozen jobs and is not swayed by one long job.
+# The average is exponential, with this weight for the newest job, and a job counts
+# for at most RUN_CAP: it follows a change of workload within a few dozen jobs, and one
+# long job (an hour's HTTP call) does not hold quick ones apart for thousands of jobs.
 RUN_WEIGHT = 0.05
+RUN_CAP = 10 * SLOW_HANDLER
 
 
 class _Hand:
@@ -220,7 +222,8 @@ class HandlerThreads:
             finally:
                 tidy_connections()
             # Unlocked: a lost update among threads only nudges the average.
-            self._run_time += RUN_WEIGHT * (time.perf_counter() - began - self._run_time)
+            took = min(time.perf_counter() - began, RUN_CAP)
+            self._run_time += RUN_WEIGHT * (took - self._run_time)
             if not self._finished(execution, outcome):
                 return
 
