@@ -10,7 +10,7 @@ from django.db import connection
 from queue_engine.flows import Flow
 from queue_engine.models import Job, JobRecord
 from tests.support import jobs
-from tests.support.flow_helpers import flow_state, records
+from tests.support.flow_helpers import flow_settled, flow_state, records
 from tests.support.workers import Workers
 
 pytestmark = pytest.mark.slow
@@ -24,7 +24,7 @@ def test_dynamic_spawn_refuses_a_key_another_node_has(workers: Workers) -> None:
     flow_id = flow.submit()
     workers.start("--queues", "flows", "--concurrency", "4")
 
-    flow_state(flow_id, "failed")
+    flow_settled(flow_id, "failed")  # `other` may end after the coordinator failed the flow
 
     done = records(flow_id)
     coordinator = done["coordinator"]

@@ -11,7 +11,7 @@ from queue_engine.flows import Flow
 from queue_engine.models import AuditEvent
 from queue_engine.models import Flow as FlowRow
 from tests.support import jobs
-from tests.support.flow_helpers import flow_state, records
+from tests.support.flow_helpers import flow_settled, flow_state, records
 from tests.support.workers import Workers
 
 pytestmark = pytest.mark.slow
@@ -38,7 +38,7 @@ def test_rerun_from_a_node_reuses_upstream_and_runs_it_with_the_new_input(
 ) -> None:
     old_id = diamond()
     workers.start("--queues", "flows")
-    flow_state(old_id, "failed")
+    flow_settled(old_id, "failed")  # `left` may end after `right` failed the flow
     old = records(old_id)
 
     plan = ops.plan_rerun_from(old_id, "right")

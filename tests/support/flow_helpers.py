@@ -17,6 +17,16 @@ def flow_state(flow_id: int, state: str, timeout: float = 30) -> FlowRow:
     )
 
 
+def flow_settled(flow_id: int, state: str, timeout: float = 30) -> FlowRow:
+    """The flow in `state` with nothing of it left to run (its finished_at set). A flow
+    is failed from its first failed node on, while its other nodes may still run."""
+    return wait_for(
+        lambda: FlowRow.objects.filter(pk=flow_id, state=state, finished_at__isnull=False).first(),
+        timeout=timeout,
+        message=f"flow {flow_id} to be {state} with nothing left to run",
+    )
+
+
 def records(flow_id: int) -> dict[str | None, JobRecord]:
     return {r.node_key: r for r in JobRecord.objects.filter(flow_id=flow_id)}
 
