@@ -66,22 +66,19 @@ def warn_of_a_small_pool(concurrency: int) -> None:
     from django.db import connections
 
     for alias in connections:
-        pool = connections[alias].settings_dict["OPTIONS"].get("pool")
-        if not pool:
-            continue
-        given = pool if isinstance(pool, dict) else {}
-        # psycopg_pool's defaults: 4 connections, a max_size of None meaning min_size.
-        size = given.get("max_size") or given.get("min_size", 4)
-        if concurrency > size:
+        # Django's own pool object (made, not opened, on first access), so that its
+        # sizes are psycopg_pool's with its defaults filled in.
+        pool = getattr(connections[alias], "pool", None)
+        if pool is not None and concurrency > pool.max_size:
             logging.getLogger("queue_engine.worker").warning(
                 "--concurrency %d is more than the %d connections of database %r's pool "
                 "(OPTIONS['pool']): plain functions that use the ORM will wait for a "
                 "connection, and fail their attempt after the pool's timeout (%s s). "
                 "Lower --concurrency or raise the pool's max_size.",
                 concurrency,
-                size,
+                pool.max_size,
                 alias,
-                given.get("timeout", 30),
+                f"{pool.timeout:g}",
             )
 
 
