@@ -9,18 +9,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "jobsite.settings")
 os.environ.setdefault("JOBSITE_DB_POOL", "1")
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from channels.routing import ProtocolTypeRouter  # noqa: E402
 
-from queue_engine.console.routing import websocket_urlpatterns  # noqa: E402
+from queue_engine.console.asgi import console_websockets  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        "http": django_asgi_app,
-        # Login required (the consumers close anonymous sockets); cross-site pages are refused.
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
-    }
-)
+application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": console_websockets()})

@@ -55,7 +55,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
-    "django_htmx",
     "axes",
     "jobsite",
 ]
@@ -71,8 +70,6 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_htmx.middleware.HtmxMiddleware",
-    "queue_engine.console.middleware.ConsoleStatementTimeout",
     "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
 
@@ -154,9 +151,9 @@ WHITENOISE_USE_FINDERS = True
 # exist yet: WhiteNoise's warning about it would greet every start of `make run`.
 warnings.filterwarnings("ignore", message="No directory at", category=UserWarning)
 
-LOGIN_URL = "console:login"
-LOGIN_REDIRECT_URL = "console:overview"
-LOGOUT_REDIRECT_URL = "console:login"
+LOGIN_URL = "queue_engine:login"
+LOGIN_REDIRECT_URL = "queue_engine:overview"
+LOGOUT_REDIRECT_URL = "queue_engine:login"
 
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 

@@ -8,7 +8,9 @@ urlpatterns = [
     # Django's default login path, where other apps and habits send people: the console's.
     path(
         "accounts/login/",
-        login_not_required(RedirectView.as_view(pattern_name="console:login", query_string=True)),
+        login_not_required(
+            RedirectView.as_view(pattern_name="queue_engine:login", query_string=True)
+        ),
     ),
     path("", include("queue_engine.console.urls")),
 ]

@@ -33,7 +33,7 @@ from queue_engine.models import (
     WorkerProcess,
 )
 from queue_engine.ops import queues as ops_queues
-from queue_engine.templatetags.console import masked_json, masked_json_line
+from queue_engine.templatetags.queue_engine import masked_json, masked_json_line
 
 OPERATE = "queue_engine.operate_console"
 

@@ -153,6 +153,16 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
                 id="queue_engine.E008",
             )
         )
+    live = option("LIVE_UPDATES")
+    if live not in ("auto", "websocket", "poll"):
+        errors.append(
+            checks.Error(
+                f"QUEUE_ENGINE['LIVE_UPDATES'] must be 'auto', 'websocket' or 'poll', not {live!r}.",
+                hint="'auto' uses websockets where the ASGI application serves "
+                "queue_engine.console.asgi.console_websockets(), and polling elsewhere.",
+                id="queue_engine.E026",
+            )
+        )
     queues = option("QUEUES")  # its shape and values: check_queue_settings
     if (
         isinstance(queues, dict)

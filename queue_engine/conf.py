@@ -100,6 +100,10 @@ DEFAULTS: dict[str, Any] = {
         "signature",
     ],
     "CONSOLE_STATEMENT_TIMEOUT": 3,
+    # How console pages update themselves: "websocket" (the host serves
+    # `console_websockets()`), "poll" (they reload their changing parts every few
+    # seconds), or "auto": websockets when this process serves them, else polling.
+    "LIVE_UPDATES": "auto",
     "SCHEDULES": {},
     "METRICS_TOKEN": None,
     "HEALTH_XMIN_AGE": 60,

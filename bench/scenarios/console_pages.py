@@ -135,30 +135,30 @@ def operator_client() -> Client:
 
 
 def console_pages(seeded: console_data.Seeded) -> list[Page]:
-    jobs = reverse("console:jobs")
+    jobs = reverse("queue_engine:jobs")
     pages = [
-        Page("overview", reverse("console:overview"), "webhooks"),
-        Page("jobs", jobs, f'href="{reverse("console:job", args=[seeded.newest_id])}"'),
+        Page("overview", reverse("queue_engine:overview"), "webhooks"),
+        Page("jobs", jobs, f'href="{reverse("queue_engine:job", args=[seeded.newest_id])}"'),
         Page("jobs_filtered", f"{jobs}?queue=billing&state=failed", JOB_LINK),
         # An operator looking for one customer's e-mails: few matches, a full scan window.
         Page("jobs_search", f"{jobs}?q=user4242%40example.com", None),
         Page("jobs_older", f"{jobs}?before={seeded.middle_id}", JOB_LINK),
-        Page("job", reverse("console:job", args=[seeded.dead_job]), "Traceback"),
-        Page("dead", reverse("console:dead"), "billing"),
-        Page("schedules", reverse("console:schedules"), "schedule-001"),
-        Page("workers", reverse("console:workers"), "worker-1"),
-        Page("audit", reverse("console:audit"), "alice"),
-        Page("queue", reverse("console:queue", args=["emails"]), "emails"),
-        Page("queue_30d", reverse("console:queue", args=["emails"]) + "?window=30d", "emails"),
-        Page("queues", reverse("console:queues"), "webhooks"),
+        Page("job", reverse("queue_engine:job", args=[seeded.dead_job]), "Traceback"),
+        Page("dead", reverse("queue_engine:dead"), "billing"),
+        Page("schedules", reverse("queue_engine:schedules"), "schedule-001"),
+        Page("workers", reverse("queue_engine:workers"), "worker-1"),
+        Page("audit", reverse("queue_engine:audit"), "alice"),
+        Page("queue", reverse("queue_engine:queue", args=["emails"]), "emails"),
+        Page("queue_30d", reverse("queue_engine:queue", args=["emails"]) + "?window=30d", "emails"),
+        Page("queues", reverse("queue_engine:queues"), "webhooks"),
         Page("jobs_sorted", f"{jobs}?sort=-runtime", JOB_LINK),
         # A Prometheus scrape (issue: under 50 ms whatever the history holds).
-        Page("metrics", reverse("console:metrics"), 'queue_engine_jobs{queue="emails"'),
+        Page("metrics", reverse("queue_engine:metrics"), 'queue_engine_jobs{queue="emails"'),
     ]
     # The flow pages are measured once the console has them.
-    flows = url_or_none(lambda name: reverse(f"console:{name}"), "flows", "flow_list")
+    flows = url_or_none(lambda name: reverse(f"queue_engine:{name}"), "flows", "flow_list")
     flow = url_or_none(
-        lambda name: reverse(f"console:{name}", args=[seeded.flow]), "flow", "flow_detail"
+        lambda name: reverse(f"queue_engine:{name}", args=[seeded.flow]), "flow", "flow_detail"
     )
     if flows:
         pages.append(Page("flows", flows, "catalogue sync"))

@@ -224,7 +224,7 @@ class OverviewConsumer(LiveConsumer):
         if slow:
             self.slow_at, self.trends = now, context["trends"]
             parts += ["failures", "health"]
-        return "".join(self.fragment(f"console/overview.html#{p}", context) for p in parts)
+        return "".join(self.fragment(f"queue_engine/overview.html#{p}", context) for p in parts)
 
 
 class QueueConsumer(LiveConsumer):
@@ -241,7 +241,7 @@ class QueueConsumer(LiveConsumer):
         except Http404:  # the queue is gone: nothing to update
             return ""
         return "".join(
-            self.fragment(f"console/queue.html#{p}", context)
+            self.fragment(f"queue_engine/queue.html#{p}", context)
             for p in ("queue-counts", "queue-badge")
         )
 
@@ -275,17 +275,17 @@ class JobConsumer(LiveConsumer):
             self.last_log_id = context["last_log_id"]
             self.appending = not context["log_more_after"]
             return "".join(
-                self.fragment(f"console/job.html#{p}", context)
+                self.fragment(f"queue_engine/job.html#{p}", context)
                 for p in ("job-state", "job-result", "job-steps", "job-errors", "log-lines")
             )
         parts = [
-            self.fragment("console/job.html#job-state", state_context(job)),
-            self.fragment("console/job.html#job-steps", steps_context(job)),
+            self.fragment("queue_engine/job.html#job-state", state_context(job)),
+            self.fragment("queue_engine/job.html#job-steps", steps_context(job)),
         ]
         if "jobs" in dirty:
             context = outcome_context(job)
             parts += [
-                self.fragment(f"console/job.html#{p}", context)
+                self.fragment(f"queue_engine/job.html#{p}", context)
                 for p in ("job-result", "job-errors")
             ]
         if not self.appending:
@@ -293,11 +293,11 @@ class JobConsumer(LiveConsumer):
         lines = reads.log_lines_after(self.job_id, self.last_log_id, limit=reads.LOG_TAIL + 1)
         if len(lines) > reads.LOG_TAIL and self.around is None:
             lines, cut = reads.log_tail(self.job_id)
-            parts.append(self.fragment("console/job.html#log-lines", log_context(lines, cut)))
+            parts.append(self.fragment("queue_engine/job.html#log-lines", log_context(lines, cut)))
         elif lines:
             if len(lines) > reads.LOG_TAIL:  # keep the linked line on screen: stop here
                 lines, self.appending = lines[: reads.LOG_TAIL], False
-            parts.append(self.fragment("console/log_append.html", {"log_lines": lines}))
+            parts.append(self.fragment("queue_engine/log_append.html", {"log_lines": lines}))
         if lines:
             self.last_log_id = lines[-1].id
         return "".join(parts)
@@ -329,7 +329,7 @@ class FlowConsumer(LiveConsumer):
             )
         else:
             html = "".join(
-                self.fragment(f"console/flow.html#{p}", context)
+                self.fragment(f"queue_engine/flow.html#{p}", context)
                 for p in ("flow-head", "flow-data", "flow-timeline", "flow-nodes")
             )
         if html == self.last_sent and FULL not in dirty:
@@ -381,7 +381,7 @@ class JobsConsumer(LiveConsumer):
             version = row_version(row)
             if self.shown[job_id] != version:
                 self.shown[job_id] = version
-                parts.append(self.fragment("console/jobs.html#job-row", {"job": row}))
+                parts.append(self.fragment("queue_engine/jobs.html#job-row", {"job": row}))
         parts += self.newer_notice()
         parts += self.tabs()
         return "".join(parts)
@@ -397,9 +397,9 @@ class JobsConsumer(LiveConsumer):
         if tabs == self.tabs_sent:
             return []
         self.tabs_sent = tabs
-        request = self.page_request(reverse("console:jobs"), self.query)
+        request = self.page_request(reverse("queue_engine:jobs"), self.query)
         context = {"tabs": tabs, "filters": filters}
-        return [self.fragment("console/jobs.html#job-tabs", context, request)]
+        return [self.fragment("queue_engine/jobs.html#job-tabs", context, request)]
 
     def newer_notice(self) -> list[str]:
         """The notice, when the count of newer matching jobs changed (on the newest page only)."""
@@ -417,9 +417,9 @@ class JobsConsumer(LiveConsumer):
         context = {
             "newer": newer[0],
             "newer_more": newer[1],
-            "newer_url": f"{reverse('console:jobs')}?{self.query.urlencode()}",
+            "newer_url": f"{reverse('queue_engine:jobs')}?{self.query.urlencode()}",
         }
-        return [self.fragment("console/jobs.html#jobs-newer", context)]
+        return [self.fragment("queue_engine/jobs.html#jobs-newer", context)]
 
 
 def row_version(row: reads.JobRow) -> str:

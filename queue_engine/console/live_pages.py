@@ -32,24 +32,26 @@ class LivePage:
 
 
 PAGES: dict[str, LivePage] = {
-    "flows": LivePage("/flows/", "console/flows.html", ("flow-results",), flows.flows_context),
-    "queues": LivePage("/queues/", "console/queues.html", ("queue-rows",), queues.queues_context),
+    "flows": LivePage("/flows/", "queue_engine/flows.html", ("flow-results",), flows.flows_context),
+    "queues": LivePage(
+        "/queues/", "queue_engine/queues.html", ("queue-rows",), queues.queues_context
+    ),
     # The grouping scans up to DEAD_SCAN rows: once a second is enough.
     "dead": LivePage(
-        "/dead/", "console/dead.html", ("dead-groups",), dead.dead_context, min_interval=1.0
+        "/dead/", "queue_engine/dead.html", ("dead-groups",), dead.dead_context, min_interval=1.0
     ),
     "schedules": LivePage(
         "/schedules/",
-        "console/schedules.html",
+        "queue_engine/schedules.html",
         ("schedule-rows",),
         schedules.schedules_context,
         refresh_every=5.0,
     ),
     "workers": LivePage(
-        "/workers/", "console/workers.html", ("worker-rows",), workers.workers_context
+        "/workers/", "queue_engine/workers.html", ("worker-rows",), workers.workers_context
     ),
-    "kinds": LivePage("/kinds/", "console/kinds.html", ("kind-rows",), kinds.kinds_context),
-    "audit": LivePage("/audit/", "console/audit.html", ("audit-events",), audit.audit_context),
+    "kinds": LivePage("/kinds/", "queue_engine/kinds.html", ("kind-rows",), kinds.kinds_context),
+    "audit": LivePage("/audit/", "queue_engine/audit.html", ("audit-events",), audit.audit_context),
 }
 
 # A relative time's text changes every second; only its datetime says whether it moved.

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from queue_engine import queue_defaults
 from queue_engine.exceptions import OpsError
 from queue_engine.ops import queues as ops_queues
-from queue_engine.templatetags.console import duration
+from queue_engine.templatetags.queue_engine import duration
 
 Kind = Literal["count", "duration"]
 

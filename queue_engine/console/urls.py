@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from queue_engine.console import converters  # noqa: F401  the <queue:name> converter
+from queue_engine.console.sockets import endpoint
 from queue_engine.console.views import (
     audit,
     auth,
@@ -20,7 +21,7 @@ from queue_engine.console.views import (
     workers,
 )
 
-app_name = "console"
+app_name = "queue_engine"
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
@@ -51,4 +52,11 @@ urlpatterns = [
     path("queues/<queue:name>/config/reset/", queue_config.reset_config, name="queue_config_reset"),
     path("queues/<queue:name>/group-limit/", queue_config.group_limit, name="queue_group_limit"),
     path("queues/<queue:name>/", queues.queue, name="queue"),
+    # Websockets (live updates); the placeholders answer 426 to a plain request.
+    path("ws/overview/", endpoint("consumers.OverviewConsumer"), name="ws_overview"),
+    path("ws/jobs/", endpoint("consumers.JobsConsumer"), name="ws_jobs"),
+    path("ws/jobs/<int:job_id>/", endpoint("consumers.JobConsumer"), name="ws_job"),
+    path("ws/flows/<int:flow_id>/", endpoint("consumers.FlowConsumer"), name="ws_flow"),
+    path("ws/queues/<queue:name>/", endpoint("consumers.QueueConsumer"), name="ws_queue"),
+    path("ws/pages/<slug:page>/", endpoint("live_pages.PageConsumer"), name="ws_page"),
 ]

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from queue_engine.models import Job, JobRecord
-from queue_engine.templatetags.console import duration
+from queue_engine.templatetags.queue_engine import duration
 from tests.browser.conftest import Server, screenshot
 from tests.support import console_data
 

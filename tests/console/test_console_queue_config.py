@@ -10,7 +10,7 @@ from django.test import Client
 from queue_engine.console.queue_form import as_input
 from queue_engine.models import AuditEvent, GroupLimit, QueueConfig
 from queue_engine.ops import queues as ops_queues
-from queue_engine.templatetags.console import queue_url_name
+from queue_engine.templatetags.queue_engine import queue_url_name
 from tests.support.console_data import XSS
 from tests.support.console_users import client_for
 

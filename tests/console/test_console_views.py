@@ -743,8 +743,8 @@ def test_the_bulk_job_works_in_batches_and_reports_progress(
 @pytest.mark.parametrize("name", ["emails/config", "a/pause", "x~s/y~", "~", "plain"])
 def test_any_queue_name_has_its_own_page_and_actions(operator: Client, name: str) -> None:
     jobs.noop.using(queue=name).enqueue()
-    page_url = reverse("console:queue", args=[name])
-    pause_url = reverse("console:queue_pause", args=[name])
+    page_url = reverse("queue_engine:queue", args=[name])
+    pause_url = reverse("queue_engine:queue_pause", args=[name])
 
     assert page_url.count("/") == 3  # /queues/<one segment>/
     page = text_of(operator.get(page_url))
@@ -765,7 +765,7 @@ def test_attacker_strings_come_out_escaped_everywhere(viewer: Client, db: None) 
         f"/jobs/{data.dead[-1].id}/",
         f"/jobs/{evil_queue.id}/",
         "/dead/",
-        reverse("console:queue", args=[XSS]),
+        reverse("queue_engine:queue", args=[XSS]),
     ]
 
     for url in urls:

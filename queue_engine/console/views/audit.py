@@ -27,4 +27,4 @@ def audit_context(request: HttpRequest) -> dict[str, Any]:
 
 @viewer_required
 def audit(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/audit.html", audit_context(request))
+    return render(request, "queue_engine/audit.html", audit_context(request))

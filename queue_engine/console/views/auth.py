@@ -8,10 +8,10 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from queue_engine.templatetags.console import duration
+from queue_engine.templatetags.queue_engine import duration
 
 login = auth_views.LoginView.as_view(
-    template_name="console/login.html", redirect_authenticated_user=True
+    template_name="queue_engine/login.html", redirect_authenticated_user=True
 )
 logout = auth_views.LogoutView.as_view()
 
@@ -33,7 +33,7 @@ def locked_out(
     form = AuthenticationForm(request, initial={"username": request.POST.get("username", "")})
     return render(
         request,
-        "console/login.html",
+        "queue_engine/login.html",
         {
             "form": form,
             "next": request.POST.get("next") or request.GET.get("next", ""),

@@ -34,12 +34,12 @@ def dead_context(request: HttpRequest) -> dict[str, Any]:
 
 @viewer_required
 def dead(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/dead.html", dead_context(request))
+    return render(request, "queue_engine/dead.html", dead_context(request))
 
 
 @operator_required
 def dead_group_action(request: HttpRequest) -> HttpResponse:
-    back = reverse("console:dead")
+    back = reverse("queue_engine:dead")
     action = request.POST.get("action", "")
     queue = request.POST.get("queue", "")
     error_class = request.POST.get("error_class", "")
@@ -57,7 +57,7 @@ def dead_group_action(request: HttpRequest) -> HttpResponse:
             return redirect(back)
         return render(
             request,
-            "console/confirm_group.html",
+            "queue_engine/confirm_group.html",
             {
                 "page": "dead",
                 "verb": verb,

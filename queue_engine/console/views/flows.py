@@ -125,8 +125,8 @@ def flows(request: HttpRequest) -> HttpResponse:
         and htmx_target(request) is None
         and reads.flow_graph(flow_id, max_nodes=1) is not None
     ):
-        return redirect("console:flow", flow_id)
-    template = "console/flows.html"
+        return redirect("queue_engine:flow", flow_id)
+    template = "queue_engine/flows.html"
     if htmx_target(request) == "flow-results":
         template += "#flow-results"
     return render(request, template, flows_context(request))
@@ -196,12 +196,12 @@ def graph_data(graph: reads.FlowGraph) -> dict[str, Any]:
 @viewer_required
 def flow_detail(request: HttpRequest, flow_id: int) -> HttpResponse:
     context = flow_context(flow_id, timeline=True)
-    return render(request, "console/flow.html", {"page": "flows", **context})
+    return render(request, "queue_engine/flow.html", {"page": "flows", **context})
 
 
 @operator_required
 def flow_action(request: HttpRequest, flow_id: int) -> HttpResponse:
-    back = reverse("console:flow", args=[flow_id])
+    back = reverse("queue_engine:flow", args=[flow_id])
     name = request.POST.get("action", "")
     action = ACTIONS.get(name)
     if action is None:
@@ -218,7 +218,7 @@ def flow_action(request: HttpRequest, flow_id: int) -> HttpResponse:
             return redirect(back)
         return render(
             request,
-            "console/confirm_flow.html",
+            "queue_engine/confirm_flow.html",
             {
                 "page": "flows",
                 **context,
@@ -235,7 +235,7 @@ def flow_action(request: HttpRequest, flow_id: int) -> HttpResponse:
         return redirect(back)
     if name == "rerun":
         messages.success(request, f"Flow #{flow_id} {action.done.format(n=n, s='')}.")
-        return redirect("console:flow", n)
+        return redirect("queue_engine:flow", n)
     messages.success(
         request, f"Flow #{flow_id}: {action.done.format(n=n, s='' if n == 1 else 's')}."
     )

@@ -108,4 +108,4 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
         raise Http404(f"Job {job_id} does not exist (it may have been removed or pruned).")
     around = int_param(request.GET, "around")
     context = detail_context(job, around)
-    return render(request, "console/job.html", {"page": "jobs", **context})
+    return render(request, "queue_engine/job.html", {"page": "jobs", **context})

@@ -25,7 +25,7 @@ def jobs(request: HttpRequest) -> HttpResponse:
         and htmx_target(request) is None
         and reads.find_job(filters.job_id)
     ):
-        return redirect("console:job", filters.job_id)
+        return redirect("queue_engine:job", filters.job_id)
     before, after = int_param(request.GET, "before"), int_param(request.GET, "after")
     error = ""
     page, ordered = reads.JobPage([], None, None), None
@@ -61,7 +61,7 @@ def jobs(request: HttpRequest) -> HttpResponse:
         "actions": actions.ACTIONS,
         "match": matching.filter_params(filters),
     }
-    template = "console/jobs.html"
+    template = "queue_engine/jobs.html"
     if htmx_target(request) == "job-results":
         template += "#job-results"
     return render(request, template, context)
@@ -69,7 +69,7 @@ def jobs(request: HttpRequest) -> HttpResponse:
 
 @operator_required
 def bulk(request: HttpRequest) -> HttpResponse:
-    back = safe_next(request, reverse("console:jobs"))
+    back = safe_next(request, reverse("queue_engine:jobs"))
     action = cast(actions.Action, request.POST.get("action", ""))
     if action not in actions.ACTIONS:
         messages.error(request, f"Unknown action {action!r}: use one of the buttons.")
@@ -88,7 +88,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
     plan = actions.plan(action, ids)
     return render(
         request,
-        "console/confirm_jobs.html",
+        "queue_engine/confirm_jobs.html",
         {
             "page": "jobs",
             "plan": plan,
@@ -110,7 +110,7 @@ def bulk_matching(request: HttpRequest, action: actions.Action, back: str) -> Ht
     if request.POST.get("confirm") != "yes":
         return render(
             request,
-            "console/confirm_matching.html",
+            "queue_engine/confirm_matching.html",
             {
                 "page": "jobs",
                 "plan": plan,
@@ -126,7 +126,7 @@ def bulk_matching(request: HttpRequest, action: actions.Action, back: str) -> Ht
             f"{plan.verb} of {plan.count} jobs runs in the background "
             f"as job #{job_id}; its progress shows here.",
         )
-        return redirect("console:job", job_id)
+        return redirect("queue_engine:job", job_id)
     done = matching.execute(action, params, plan.upto, request.user)
     messages.success(request, actions.outcome_message(action, plan.count, done))
     return redirect(back)

@@ -23,13 +23,13 @@ def kinds_context(request: HttpRequest) -> dict[str, Any]:
 
 @viewer_required
 def kinds(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/kinds.html", kinds_context(request))
+    return render(request, "queue_engine/kinds.html", kinds_context(request))
 
 
 @operator_required
 def kind_action(request: HttpRequest) -> HttpResponse:
     """Pause or resume a kind: a confirmation that says what it does, then the change."""
-    back = reverse("console:kinds")
+    back = reverse("queue_engine:kinds")
     action = request.POST.get("action", "")
     kind = request.POST.get("kind", "")[:300]
     if action not in ACTIONS:
@@ -42,7 +42,7 @@ def kind_action(request: HttpRequest) -> HttpResponse:
     if request.POST.get("confirm") != "yes":
         return render(
             request,
-            "console/confirm_kind.html",
+            "queue_engine/confirm_kind.html",
             {"page": "kinds", "row": row, "action": action, "back": back},
         )
     try:

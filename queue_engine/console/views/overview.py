@@ -33,4 +33,4 @@ def overview_context(
 
 @viewer_required
 def overview(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/overview.html", {"page": "overview", **overview_context()})
+    return render(request, "queue_engine/overview.html", {"page": "overview", **overview_context()})

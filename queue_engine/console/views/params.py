@@ -26,6 +26,8 @@ def safe_next(request: HttpRequest, fallback: str) -> str:
 
 
 def htmx_target(request: HttpRequest) -> str | None:
-    """The id of the element an htmx request will swap, or None for a plain request."""
-    details = getattr(request, "htmx", None)
-    return details.target if details else None
+    """The id of the element an htmx request will swap, or None for a plain request (read
+    from htmx's own headers, so that the console needs no middleware of the host's)."""
+    if request.headers.get("HX-Request") != "true":
+        return None
+    return request.headers.get("HX-Target")

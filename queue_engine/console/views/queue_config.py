@@ -40,7 +40,7 @@ def edit_page(request: HttpRequest, name: str, **context: Any) -> HttpResponse:
     base = queue_context(name)
     return render(
         request,
-        "console/queue_config.html",
+        "queue_engine/queue_config.html",
         {
             "page": "queues",
             **base,
@@ -56,13 +56,13 @@ def confirm_page(
 ) -> HttpResponse:
     return render(
         request,
-        "console/confirm_queue_config.html",
+        "queue_engine/confirm_queue_config.html",
         {
             "page": "queues",
             "name": name,
             "title": title,
             "changes": changes,
-            "back": reverse("console:queue", args=[name]),
+            "back": reverse("queue_engine:queue", args=[name]),
             **context,
         },
     )
@@ -96,7 +96,7 @@ def edit_config(request: HttpRequest, name: str) -> HttpResponse:
     if any(row.error for row in rows):
         return edit_page(request, name, rows=rows)
     changed = {field: value for field, value in values.items() if current[field] != value}
-    back = reverse("console:queue", args=[name])
+    back = reverse("queue_engine:queue", args=[name])
     if not changed:
         messages.info(request, f"Nothing changed: queue {name} already has these values.")
         return redirect(back)
@@ -109,7 +109,7 @@ def edit_config(request: HttpRequest, name: str) -> HttpResponse:
                 Change(FIELDS[f][0], shown(FIELDS[f][1], current[f]), shown(FIELDS[f][1], v))
                 for f, v in changed.items()
             ],
-            action=reverse("console:queue_config", args=[name]),
+            action=reverse("queue_engine:queue_config", args=[name]),
             fields=[(f, as_input(FIELDS[f][1], v)) for f, v in changed.items()],
             explain="Workers use the new values from their next claim. Settings no longer "
             "change these fields until you hand them back.",
@@ -126,7 +126,7 @@ def edit_config(request: HttpRequest, name: str) -> HttpResponse:
 @operator_required
 def reset_config(request: HttpRequest, name: str) -> HttpResponse:
     config = queue_context(name)["config"]
-    back = reverse("console:queue", args=[name])
+    back = reverse("queue_engine:queue", args=[name])
     edited = [f for f in FIELDS if config and f in config.edited_fields]
     asked = request.POST.getlist("field") or edited
     unknown = sorted(set(asked) - set(FIELDS))
@@ -149,7 +149,7 @@ def reset_config(request: HttpRequest, name: str) -> HttpResponse:
                 for f, (label, kind) in FIELDS.items()
                 if f in fields
             ],
-            action=reverse("console:queue_config_reset", args=[name]),
+            action=reverse("queue_engine:queue_config_reset", args=[name]),
             fields=[("field", f) for f in fields],
             explain="These fields take the values QUEUE_ENGINE gives this queue, and follow "
             "the settings again from now on.",
@@ -183,7 +183,7 @@ def group_limit(request: HttpRequest, name: str) -> HttpResponse:
     new = limit
     old = GroupLimit.objects.filter(queue=name, group_key=key).first()
     old_limit = old.max_concurrency if old else None
-    back = reverse("console:queue", args=[name])
+    back = reverse("queue_engine:queue", args=[name])
     if old_limit == new:
         messages.info(request, f"Nothing changed: group {key} of {name} already has that limit.")
         return redirect(back)
@@ -201,7 +201,7 @@ def group_limit(request: HttpRequest, name: str) -> HttpResponse:
             name,
             f"{verb} group {key} of {name}?",
             [Change(f"Group {key}", limit_of(old_limit), limit_of(new))],
-            action=reverse("console:queue_group_limit", args=[name]),
+            action=reverse("queue_engine:queue_group_limit", args=[name]),
             fields=[("group_key", key), ("max_concurrency", "" if new is None else str(new))],
             explain="Workers apply it from their next claim; running jobs are not stopped.",
         )

@@ -19,7 +19,7 @@ from queue_engine.console.queue_form import config_rows
 from queue_engine.exceptions import OpsError
 from queue_engine.models import GroupLimit, QueueConfig
 from queue_engine.ops import queues as ops_queues
-from queue_engine.templatetags.console import duration
+from queue_engine.templatetags.queue_engine import duration
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def queues_context(request: HttpRequest) -> dict[str, Any]:
 
 @viewer_required
 def queues(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/queues.html", queues_context(request))
+    return render(request, "queue_engine/queues.html", queues_context(request))
 
 
 def queue_context(name: str) -> dict[str, Any]:
@@ -139,7 +139,7 @@ def queue(request: HttpRequest, name: str) -> HttpResponse:
     throughput_chart, latency_chart = charts.queue_charts(name, window)
     return render(
         request,
-        "console/queue.html",
+        "queue_engine/queue.html",
         {
             "page": "queues",
             **context,
@@ -156,7 +156,7 @@ def queue(request: HttpRequest, name: str) -> HttpResponse:
 
 @operator_required
 def redrive(request: HttpRequest, name: str) -> HttpResponse:
-    back = reverse("console:queue", args=[name])
+    back = reverse("queue_engine:queue", args=[name])
     if request.POST.get("confirm") != "yes":
         try:
             with reads.time_limited():
@@ -166,7 +166,7 @@ def redrive(request: HttpRequest, name: str) -> HttpResponse:
             return redirect(back)
         return render(
             request,
-            "console/confirm_queue.html",
+            "queue_engine/confirm_queue.html",
             {
                 "page": "queues",
                 "name": name,
@@ -193,7 +193,7 @@ def resume(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _toggle(request: HttpRequest, name: str, action: Callable[..., Any], done: str) -> HttpResponse:
-    back = reverse("console:queue", args=[name])
+    back = reverse("queue_engine:queue", args=[name])
     try:
         action(name, actor=request.user)
     except OpsError as exc:

@@ -89,7 +89,7 @@ def rerun_from(request: HttpRequest, flow_id: int) -> HttpResponse:
     POST: the rerun."""
     if not request.user.has_perm(OPERATE):
         return forbidden(request, "operator")
-    back = reverse("console:flow", args=[flow_id])
+    back = reverse("queue_engine:flow", args=[flow_id])
     node = (request.POST if request.method == "POST" else request.GET).get("node", "")[:300]
     try:
         plan = ops.plan_rerun_from(flow_id, node)
@@ -108,10 +108,10 @@ def rerun_from(request: HttpRequest, flow_id: int) -> HttpResponse:
                 f"{len(plan.runs)} node{'s' if len(plan.runs) != 1 else ''} run, "
                 f"{len(plan.reused)} reused.",
             )
-            return redirect("console:flow", new_id)
+            return redirect("queue_engine:flow", new_id)
     return render(
         request,
-        "console/rerun_flow.html",
+        "queue_engine/rerun_flow.html",
         {
             "page": "flows",
             "flow_id": flow_id,

@@ -27,7 +27,7 @@ def schedules_context(request: HttpRequest) -> dict[str, Any]:
 
 @viewer_required
 def schedules(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/schedules.html", schedules_context(request))
+    return render(request, "queue_engine/schedules.html", schedules_context(request))
 
 
 @operator_required
@@ -36,7 +36,7 @@ def schedule_action(request: HttpRequest) -> HttpResponse:
     action = ACTIONS.get(request.POST.get("action", ""))
     if action is None:
         messages.error(request, "Unknown schedule action: use the buttons on this page.")
-        return redirect("console:schedules")
+        return redirect("queue_engine:schedules")
     run, done = action
     try:
         result = run(name, actor=request.user)
@@ -47,4 +47,4 @@ def schedule_action(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Schedule {name}: job #{result.id} {done}.")
         else:
             messages.success(request, f"Schedule {name} {done}.")
-    return redirect("console:schedules")
+    return redirect("queue_engine:schedules")

@@ -30,4 +30,4 @@ def workers_context(request: HttpRequest) -> dict[str, Any]:
 
 @viewer_required
 def workers(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/workers.html", workers_context(request))
+    return render(request, "queue_engine/workers.html", workers_context(request))
