@@ -155,8 +155,6 @@ LOGIN_URL = "queue_engine:login"
 LOGIN_REDIRECT_URL = "queue_engine:overview"
 LOGOUT_REDIRECT_URL = "queue_engine:login"
 
-CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-
 TASKS = {"default": {"BACKEND": "queue_engine.tasks_backend.QueueEngineBackend"}}
 
 # Engine options; every key and its default is documented in queue_engine/conf.py.

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from queue_engine.kinds import job
     from queue_engine.worker.context import JobContext
 
+__version__ = "0.1.0"
+
 # Where each public name lives. The package resolves them lazily, so that
 # `import queue_engine` works before Django's apps are ready.
 _HOMES = {

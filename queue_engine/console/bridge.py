@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 import psycopg
-from channels.layers import get_channel_layer
+from channels.layers import BaseChannelLayer, InMemoryChannelLayer, channel_layers
 
 from queue_engine import sql
 from queue_engine.connections import conninfo
@@ -57,6 +57,20 @@ def messages_for(channel: str, payload: str) -> list[tuple[str, dict[str, Any]]]
     return pairs
 
 
+LAYER = "queue_engine.console"
+
+
+def console_layer() -> BaseChannelLayer:
+    """The console's channel layer, in this process only whatever the host's CHANNEL_LAYERS
+    say: each process's bridge LISTENs to Postgres itself and fans out to its own sockets,
+    so nothing needs to cross processes (and a host needs no CHANNEL_LAYERS at all)."""
+    layer = channel_layers.backends.get(LAYER)
+    if layer is None:
+        layer = InMemoryChannelLayer()
+        channel_layers.set(LAYER, layer)
+    return layer
+
+
 class Bridge:
     def __init__(self) -> None:
         self.task: asyncio.Task[None] | None = None
@@ -79,7 +93,7 @@ class Bridge:
                 await task
 
     async def run(self) -> None:
-        layer = get_channel_layer()
+        layer = console_layer()
         delay = 0.25
         while True:
             try:

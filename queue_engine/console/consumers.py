@@ -31,7 +31,15 @@ from django.utils.html import format_html
 
 from queue_engine import reads
 from queue_engine.console import job_filters, socket_access
-from queue_engine.console.bridge import EVERYONE, OVERVIEW, bridge, flow_group, job_group
+from queue_engine.console.bridge import (
+    EVERYONE,
+    LAYER,
+    OVERVIEW,
+    bridge,
+    console_layer,
+    flow_group,
+    job_group,
+)
 from queue_engine.console.charts import Trend
 from queue_engine.console.roles import VIEW
 from queue_engine.console.views.flows import flow_context
@@ -54,6 +62,8 @@ log = logging.getLogger(__name__)
 class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
     """Debounced, visibility-aware fragment pushes; subclasses say what to render."""
 
+    channel_layer_alias = LAYER
+
     min_interval = 0.3  # seconds between two pushes
     refresh_every = 5.0  # seconds between pushes with no hint at all
     access_every = 2.0  # seconds between two checks that the user may still see the console
@@ -67,6 +77,10 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
 
     def render(self, dirty: set[str]) -> str:
         raise NotImplementedError
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        console_layer()  # Channels looks the layer up by its alias as the consumer starts
+        await super().__call__(scope, receive, send)
 
     async def connect(self) -> None:
         user = self.scope.get("user")
