@@ -8,7 +8,7 @@ PORT ?= 8000
 SCENARIO ?=
 PYTEST_ARGS ?=
 
-.PHONY: run demo test check bench install browser pgbouncer db-start db-stop clean
+.PHONY: run demo test check docs bench install browser pgbouncer db-start db-stop clean
 
 install: $(STAMP)
 
@@ -76,9 +76,14 @@ check: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .
 
+# The manual, from docs/ and the docstrings, into site/; a warning (a broken link, a name
+# the reference cannot find) fails the build.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 bench: install db-start
 	$(PY) -m bench $(SCENARIO) $(if $(REPEATS),--repeats $(REPEATS)) \
 		$(if $(DURATION),--duration $(DURATION)) $(if $(RATE),--rate $(RATE))
 
 clean:
-	rm -rf $(VENV) .data bench/reports
+	rm -rf $(VENV) .data bench/reports site

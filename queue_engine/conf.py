@@ -35,7 +35,7 @@ declared from settings and later removed from them is removed too:
 Optional keys: queue, priority, enabled, missed ("run_once", the default, or "skip").
 
 QUEUES and QUEUE_DEFAULTS give queues their settings (QueueConfig rows), with the
-keyword names of `ops_queues.update_queue_config`: paused, max_concurrency,
+keyword names of `queue_engine.ops.queues.update_queue_config`: paused, max_concurrency,
 rate_limit (job starts per rate_window seconds), rate_window, lock_duration
 (seconds), group_concurrency, retain_succeeded, retain_failed, retain_cancelled
 (seconds); None means "no limit" for the three concurrency and rate limits:
@@ -56,7 +56,7 @@ A field a QUEUES entry leaves out comes from QUEUE_DEFAULTS, then from the model
   settings name (a deploy that changes them takes effect), except the fields an
   operator changed through ops, the console or the admin: those are listed in
   the row's `edited_fields`, and settings leave them alone, restarts included,
-  until `ops_queues.reset_queue_config` hands them back. Fields settings do not
+  until `queue_engine.ops.queues.reset_queue_config` hands them back. Fields settings do not
   name are never touched (remove a field from settings and the queue keeps its
   value). Every change is audited, by "settings" or by the operator.
 - Bad values fail the system check (queue_engine.E021) with a message naming
