@@ -26,6 +26,7 @@ import pytest
 from django.db import connection
 
 from queue_engine.connections import conninfo
+from tests.docs.blocks import install_examples
 from tests.support.workers import ROOT, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.once]
@@ -72,21 +73,19 @@ from django.contrib.auth import get_user_model
 get_user_model().objects.create_superuser("boss", "boss@example.com", "a-long-password-1")
 """
 
-# The host's ASGI file, as the manual writes it for live updates.
-ASGI = """
-import os
 
-from django.core.asgi import get_asgi_application
+def manual_block(title: str) -> str:
+    """The install page's block of that title: the host writes what the manual says."""
+    (block,) = [b for b in install_examples() if b.title == title]
+    return block.code
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "host.settings")
-django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
-
-from queue_engine.console.asgi import console_websockets  # noqa: E402
-
-application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": console_websockets()})
-"""
+# The host's ASGI file: startproject's settings line, then the manual's block.
+ASGI = (
+    'import os\n\nos.environ.setdefault("DJANGO_SETTINGS_MODULE", "host.settings")\n\n'
+    + manual_block("asgi.py")
+)
+INCLUDE = 'path("ops/jobs/", include("queue_engine.console.urls"))'
 
 # A websocket to the overview under the console's prefix, signed in as the superuser.
 SOCKET = """
@@ -197,21 +196,12 @@ def make_host(base: Path, wheel: Path, database: dict[str, str], *, live: bool) 
     text += '\nAUTH_USER_MODEL = "accounts.User"\nALLOWED_HOSTS = ["localhost", "127.0.0.1"]\n'
     settings.write_text(text)
     urls = base / "host" / "urls.py"
+    assert INCLUDE in manual_block("urls.py")
     urls.write_text(
         urls.read_text()
         .replace("from django.urls import path", "from django.urls import include, path")
-        .replace(
-            "    path('admin/', admin.site.urls),",
-            "    path('admin/', admin.site.urls),\n"
-            "    path('ops/jobs/', include('queue_engine.console.urls')),",
-        )
-        .replace(
-            '    path("admin/", admin.site.urls),',
-            '    path("admin/", admin.site.urls),\n'
-            '    path("ops/jobs/", include("queue_engine.console.urls")),',
-        )
+        .replace("urlpatterns = [", f"urlpatterns = [\n    {INCLUDE},")
     )
-    assert "queue_engine.console.urls" in urls.read_text()
     if live:
         (base / "host" / "asgi.py").write_text(ASGI)
     manage = [str(python), "manage.py"]
