@@ -1,6 +1,6 @@
 """The history, partitioned so that retention drops whole tables instead of rows.
 
-Layout (made by migration 0002_sql, queue_engine/schema/partitioned.py):
+Layout (made by migration 0002_sql):
 
     queue_engine_jobrecord                      PARTITION BY LIST (state)
       queue_engine_jobrecord_<state>            PARTITION BY RANGE (finished_at)

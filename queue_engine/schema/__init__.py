@@ -1,7 +1,8 @@
-"""The SQL functions and triggers the migrations install, one readable file per concern.
+"""The SQL functions and triggers of the engine, one readable file per concern.
 
-Migration 0002_sql runs these files as they are in the source tree, so the text here is
-what the database runs.
+These files are the engine's current SQL. Migrations install their own frozen copies
+(`migrations/sql/<migration>_<name>.sql`): a change here arrives as a new migration that
+installs the new text, and `tests/engine/test_migrations.py` fails until it does.
 """
 
 from __future__ import annotations
