@@ -143,16 +143,17 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
                 id="queue_engine.E007",
             )
         )
-    masked = option("CONSOLE_MASKED_KEYS")
-    if not isinstance(masked, list | tuple | set | frozenset) or not all(
-        isinstance(word, str) for word in masked
-    ):
-        errors.append(
-            checks.Error(
-                f"QUEUE_ENGINE['CONSOLE_MASKED_KEYS'] must be a list of words, not {masked!r}.",
-                id="queue_engine.E008",
+    for name in ("CONSOLE_MASKED_KEYS", "CONSOLE_MASKED_KEY_PARTS"):
+        masked = option(name)
+        if not isinstance(masked, list | tuple | set | frozenset) or not all(
+            isinstance(word, str) for word in masked
+        ):
+            errors.append(
+                checks.Error(
+                    f"QUEUE_ENGINE[{name!r}] must be a list of words, not {masked!r}.",
+                    id="queue_engine.E008",
+                )
             )
-        )
     queues = option("QUEUES")  # its shape and values: check_queue_settings
     if (
         isinstance(queues, dict)

@@ -16,6 +16,7 @@
 | SHUTDOWN_TIMEOUT         | 30           | seconds running jobs get to finish on SIGTERM             |
 | FLOW_RELEASE_CHUNK       | 1000         | children of one flow node a settle counts down at once; the rest follow in chunks this size while the first run |
 | CONSOLE_MASKED_KEYS      | ["password", "token", "secret", "key", "auth", ...] | the console masks values whose key contains one of these words (any case) |
+| CONSOLE_MASKED_KEY_PARTS | ["pass", "pwd", "pw"] | ... or has one of these as a whole word part (`db_pass`, `dbPass`; not `passenger`) |
 | CONSOLE_STATEMENT_TIMEOUT | 3          | seconds a console or tracking query may run before the page asks to narrow the filter |
 | SCHEDULES                | {}           | recurring jobs declared when a worker starts (below)      |
 | HEALTH_XMIN_AGE          | 60           | seconds after which an open transaction (or prepared one, or a replication slot) that holds back vacuum is named on the overview |
@@ -87,10 +88,12 @@ DEFAULTS: dict[str, Any] = {
     "MAX_RESCUES": 5,
     "SHUTDOWN_TIMEOUT": 30,
     "FLOW_RELEASE_CHUNK": 1000,
-    # Case-insensitive words; a payload, result or meta key containing one is shown as "********".
+    # Case-insensitive words; a payload, result or meta key containing one is shown as "********"
+    # (queue_engine.masking has the rules, and masks the password of every URL as well).
     "CONSOLE_MASKED_KEYS": [
         "password",
         "passwd",
+        "passphrase",
         "token",
         "secret",
         "key",
@@ -99,6 +102,9 @@ DEFAULTS: dict[str, Any] = {
         "credential",
         "signature",
     ],
+    # Short words that would match too much inside other words: a key is masked when one
+    # of its word parts (split at _ - . digits and camelCase) is one of these.
+    "CONSOLE_MASKED_KEY_PARTS": ["pass", "pwd", "pw"],
     "CONSOLE_STATEMENT_TIMEOUT": 3,
     "SCHEDULES": {},
     "METRICS_TOKEN": None,
