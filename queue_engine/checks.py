@@ -107,6 +107,9 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
         ("SHUTDOWN_TIMEOUT", (int, float), 0, None),
         ("CONSOLE_STATEMENT_TIMEOUT", (int, float), 0, None),
         ("HISTORY_PARTITION", int, 1, 366 * 86400),
+        ("METRICS_FAILURE_LIMIT", int, 1, int_max),
+        ("METRICS_FAILURE_WINDOW", int, 1, 86400),
+        ("SIGN_IN_ADDRESS_LIMIT", int, 1, int_max),
     ):
         value = option(name)
         if name == "HISTORY_PARTITION" and value is None:
@@ -154,6 +157,7 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
                     id="queue_engine.E008",
                 )
             )
+    errors += check_trusted_proxies(option("TRUSTED_PROXIES"))
     queues = option("QUEUES")  # its shape and values: check_queue_settings
     if (
         isinstance(queues, dict)
@@ -187,6 +191,28 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
                 )
             )
     return errors
+
+
+def check_trusted_proxies(proxies: Any) -> list[checks.CheckMessage]:
+    import ipaddress
+
+    wrong = repr(proxies)
+    if isinstance(proxies, list | tuple):
+        for proxy in proxies:
+            try:
+                ipaddress.ip_network(str(proxy).strip(), strict=False)
+            except ValueError:
+                wrong = repr(proxy)
+                break
+        else:
+            return []
+    return [
+        checks.Error(
+            f"QUEUE_ENGINE['TRUSTED_PROXIES'] must list addresses or networks of proxies "
+            f'("10.0.0.5", "10.0.0.0/8"); {wrong} is not one.',
+            id="queue_engine.E011",
+        )
+    ]
 
 
 def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:

@@ -22,6 +22,10 @@
 | HEALTH_XMIN_AGE          | 60           | seconds after which an open transaction (or prepared one, or a replication slot) that holds back vacuum is named on the overview |
 | HEALTH_DEAD_ROWS         | 100000       | dead rows in the live job table (and more than its live ones) from which the overview warns |
 | METRICS_TOKEN            | None         | set: GET /metrics answers Prometheus, to requests that send `Authorization: Bearer <token>`; unset: /metrics is off (404) |
+| METRICS_FAILURE_LIMIT    | 10           | wrong /metrics tokens from one address within METRICS_FAILURE_WINDOW after which that address gets 429 until the window ends |
+| METRICS_FAILURE_WINDOW   | 60           | seconds, from an address's first wrong token, over which its wrong tokens are counted |
+| TRUSTED_PROXIES          | []           | addresses or networks ("10.0.0.0/8") of reverse proxies whose X-Forwarded-For names the client; empty: REMOTE_ADDR is the client |
+| SIGN_IN_ADDRESS_LIMIT    | 100          | with django-axes: failed sign-ins from one address, across user names, after which the address itself is locked (one name from one address: AXES_FAILURE_LIMIT) |
 
 SCHEDULES maps a unique name to a schedule, declared idempotently by every
 worker at start-up (`queue_engine.schedules.declare_configured`); a schedule
@@ -108,6 +112,10 @@ DEFAULTS: dict[str, Any] = {
     "CONSOLE_STATEMENT_TIMEOUT": 3,
     "SCHEDULES": {},
     "METRICS_TOKEN": None,
+    "METRICS_FAILURE_LIMIT": 10,
+    "METRICS_FAILURE_WINDOW": 60,
+    "TRUSTED_PROXIES": [],
+    "SIGN_IN_ADDRESS_LIMIT": 100,
     "HEALTH_XMIN_AGE": 60,
     "HEALTH_DEAD_ROWS": 100_000,
     # Seconds a leaf of the partitioned history spans; None: a quarter of the longest
