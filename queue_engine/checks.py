@@ -107,6 +107,9 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
         ("SHUTDOWN_TIMEOUT", (int, float), 0, None),
         ("CONSOLE_STATEMENT_TIMEOUT", (int, float), 0, None),
         ("HISTORY_PARTITION", int, 1, 366 * 86400),
+        ("METRICS_FAILURE_LIMIT", int, 1, int_max),
+        ("METRICS_FAILURE_WINDOW", int, 1, 86400),
+        ("SIGN_IN_ADDRESS_LIMIT", int, 1, int_max),
     ):
         value = option(name)
         if name == "HISTORY_PARTITION" and value is None:
@@ -143,16 +146,17 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
                 id="queue_engine.E007",
             )
         )
-    masked = option("CONSOLE_MASKED_KEYS")
-    if not isinstance(masked, list | tuple | set | frozenset) or not all(
-        isinstance(word, str) for word in masked
-    ):
-        errors.append(
-            checks.Error(
-                f"QUEUE_ENGINE['CONSOLE_MASKED_KEYS'] must be a list of words, not {masked!r}.",
-                id="queue_engine.E008",
+    for name in ("CONSOLE_MASKED_KEYS", "CONSOLE_MASKED_KEY_PARTS"):
+        masked = option(name)
+        if not isinstance(masked, list | tuple | set | frozenset) or not all(
+            isinstance(word, str) for word in masked
+        ):
+            errors.append(
+                checks.Error(
+                    f"QUEUE_ENGINE[{name!r}] must be a list of words, not {masked!r}.",
+                    id="queue_engine.E008",
+                )
             )
-        )
     live = option("LIVE_UPDATES")
     if live not in ("auto", "websocket", "poll"):
         errors.append(
@@ -163,6 +167,7 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
                 id="queue_engine.E026",
             )
         )
+    errors += check_trusted_proxies(option("TRUSTED_PROXIES"))
     queues = option("QUEUES")  # its shape and values: check_queue_settings
     if (
         isinstance(queues, dict)
@@ -196,6 +201,28 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
                 )
             )
     return errors
+
+
+def check_trusted_proxies(proxies: Any) -> list[checks.CheckMessage]:
+    import ipaddress
+
+    wrong = repr(proxies)
+    if isinstance(proxies, list | tuple):
+        for proxy in proxies:
+            try:
+                ipaddress.ip_network(str(proxy).strip(), strict=False)
+            except ValueError:
+                wrong = repr(proxy)
+                break
+        else:
+            return []
+    return [
+        checks.Error(
+            f"QUEUE_ENGINE['TRUSTED_PROXIES'] must list addresses or networks of proxies "
+            f'("10.0.0.5", "10.0.0.0/8"); {wrong} is not one.',
+            id="queue_engine.E011",
+        )
+    ]
 
 
 def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:

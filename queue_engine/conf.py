@@ -16,11 +16,16 @@
 | SHUTDOWN_TIMEOUT         | 30           | seconds running jobs get to finish on SIGTERM             |
 | FLOW_RELEASE_CHUNK       | 1000         | children of one flow node a settle counts down at once; the rest follow in chunks this size while the first run |
 | CONSOLE_MASKED_KEYS      | ["password", "token", "secret", "key", "auth", ...] | the console masks values whose key contains one of these words (any case) |
+| CONSOLE_MASKED_KEY_PARTS | ["pass", "pwd", "pw"] | ... or has one of these as a whole word part (`db_pass`, `dbPass`; not `passenger`) |
 | CONSOLE_STATEMENT_TIMEOUT | 3          | seconds a console or tracking query may run before the page asks to narrow the filter |
 | SCHEDULES                | {}           | recurring jobs declared when a worker starts (below)      |
 | HEALTH_XMIN_AGE          | 60           | seconds after which an open transaction (or prepared one, or a replication slot) that holds back vacuum is named on the overview |
 | HEALTH_DEAD_ROWS         | 100000       | dead rows in the live job table (and more than its live ones) from which the overview warns |
 | METRICS_TOKEN            | None         | set: GET /metrics answers Prometheus, to requests that send `Authorization: Bearer <token>`; unset: /metrics is off (404) |
+| METRICS_FAILURE_LIMIT    | 10           | wrong /metrics tokens from one address within METRICS_FAILURE_WINDOW after which that address gets 429 until the window ends |
+| METRICS_FAILURE_WINDOW   | 60           | seconds, from an address's first wrong token, over which its wrong tokens are counted |
+| TRUSTED_PROXIES          | []           | addresses or networks ("10.0.0.0/8") of reverse proxies whose X-Forwarded-For names the client; empty: REMOTE_ADDR is the client |
+| SIGN_IN_ADDRESS_LIMIT    | 100          | with django-axes: failed sign-ins from one address, across user names, after which the address itself is locked (one name from one address: AXES_FAILURE_LIMIT) |
 
 SCHEDULES maps a unique name to a schedule, declared idempotently by every
 worker at start-up (`queue_engine.schedules.declare_configured`); a schedule
@@ -87,10 +92,12 @@ DEFAULTS: dict[str, Any] = {
     "MAX_RESCUES": 5,
     "SHUTDOWN_TIMEOUT": 30,
     "FLOW_RELEASE_CHUNK": 1000,
-    # Case-insensitive words; a payload, result or meta key containing one is shown as "********".
+    # Case-insensitive words; a payload, result or meta key containing one is shown as "********"
+    # (queue_engine.masking has the rules, and masks the password of every URL as well).
     "CONSOLE_MASKED_KEYS": [
         "password",
         "passwd",
+        "passphrase",
         "token",
         "secret",
         "key",
@@ -99,6 +106,9 @@ DEFAULTS: dict[str, Any] = {
         "credential",
         "signature",
     ],
+    # Short words that would match too much inside other words: a key is masked when one
+    # of its word parts (split at _ - . digits and camelCase) is one of these.
+    "CONSOLE_MASKED_KEY_PARTS": ["pass", "pwd", "pw"],
     "CONSOLE_STATEMENT_TIMEOUT": 3,
     # How console pages update themselves: "websocket" (the host serves
     # `console_websockets()`), "poll" (they reload their changing parts every few
@@ -106,6 +116,10 @@ DEFAULTS: dict[str, Any] = {
     "LIVE_UPDATES": "auto",
     "SCHEDULES": {},
     "METRICS_TOKEN": None,
+    "METRICS_FAILURE_LIMIT": 10,
+    "METRICS_FAILURE_WINDOW": 60,
+    "TRUSTED_PROXIES": [],
+    "SIGN_IN_ADDRESS_LIMIT": 100,
     "HEALTH_XMIN_AGE": 60,
     "HEALTH_DEAD_ROWS": 100_000,
     # Seconds a leaf of the partitioned history spans; None: a quarter of the longest

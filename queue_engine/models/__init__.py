@@ -4,7 +4,7 @@ from queue_engine.models.flows import Flow, FlowCountdown, FlowEdge, FlowRelease
 from queue_engine.models.jobs import Job, JobRecord
 from queue_engine.models.kinds import KindControl
 from queue_engine.models.logs import JobLog
-from queue_engine.models.metrics import MetricBucket, RollupState
+from queue_engine.models.metrics import MetricBucket, RollupState, ScrapeFailure
 from queue_engine.models.queues import ClaimLog, GroupLimit, QueueConfig, QueueDefaults
 from queue_engine.models.schedules import MissedFirePolicy, Schedule, ScheduleSource
 from queue_engine.models.steps import JobStep
@@ -35,5 +35,6 @@ __all__ = [
     "RollupState",
     "Schedule",
     "ScheduleSource",
+    "ScrapeFailure",
     "WorkerProcess",
 ]

@@ -56,3 +56,19 @@ class RollupState(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}: {self.rolled_up_to}"
+
+
+class ScrapeFailure(models.Model):
+    """Wrong /metrics tokens from one client address, counted over a window that starts
+    at the first one (METRICS_FAILURE_WINDOW): past METRICS_FAILURE_LIMIT the address is
+    refused until the window ends. In the database, so every web process counts alike."""
+
+    address = models.CharField(max_length=64, primary_key=True)
+    failures = models.IntegerField()
+    since = models.DateTimeField(help_text="the window's first wrong token")
+
+    class Meta:
+        db_table = "queue_engine_scrapefailure"
+
+    def __str__(self) -> str:
+        return f"{self.address}: {self.failures} wrong tokens since {self.since:%Y-%m-%d %H:%M:%S}"

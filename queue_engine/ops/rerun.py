@@ -21,7 +21,7 @@ from queue_engine import sql
 from queue_engine.exceptions import EnqueueError, FlowError, OpsError, PayloadError
 from queue_engine.flows import Flow as FlowBuilder
 from queue_engine.flows import Node
-from queue_engine.masking import mask
+from queue_engine.masking import hidden_changes, mask, rule
 from queue_engine.ops.changes import audit, notify_changes, refresh_flows
 from queue_engine.ops.flows import clone_flow
 from queue_engine.payloads import dump_json
@@ -138,15 +138,21 @@ def check_payload(kind: str, payload: Any, what: str) -> dict[str, Any]:
 
 
 def payload_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """The change as unified-diff lines of pretty JSON, secrets masked; [] if none."""
+    """The change as unified-diff lines of pretty JSON, secrets masked, then a line
+    `<key>: changed` for each masked value that changed (the diff cannot show it, and
+    neither value is written); [] if nothing changed."""
     if dict(old) == dict(new):
         return []
+    secrets = rule()
 
     def lines(value: Mapping[str, Any]) -> list[str]:
-        return json.dumps(mask(dict(value)), indent=2, sort_keys=True, default=str).splitlines()
+        return json.dumps(
+            mask(dict(value), secrets), indent=2, sort_keys=True, default=str
+        ).splitlines()
 
     diff = difflib.unified_diff(lines(old), lines(new), "before", "after", lineterm="", n=1)
-    return list(diff)[2:]  # without the ---/+++ header
+    hidden = [f"{path}: changed" for path in hidden_changes(dict(old), dict(new), secrets)]
+    return list(diff)[2:] + hidden  # without the ---/+++ header
 
 
 def _downstream(builder: FlowBuilder, key: str) -> set[str]:

@@ -69,3 +69,31 @@ SELECT * FROM (
 ORDER BY age DESC NULLS LAST
 LIMIT 5
 """
+
+
+# Seconds an address must still wait, while its wrong tokens reached the limit within
+# the window; no row when it may scrape.
+SCRAPE_REFUSED_FOR = """
+SELECT ceil(extract(epoch FROM since + make_interval(secs => %(window)s) - now()))::int
+  FROM queue_engine_scrapefailure
+ WHERE address = %(address)s AND failures >= %(limit)s
+   AND since > now() - make_interval(secs => %(window)s)
+"""
+
+
+# Count one wrong token from an address, in one atomic upsert (several web processes may
+# count at once): a window that ended starts again at 1. Rows of ended windows go too,
+# so the table holds only the addresses that failed lately.
+SCRAPE_FAILED = """
+WITH forgotten AS (
+    DELETE FROM queue_engine_scrapefailure
+     WHERE since <= now() - make_interval(secs => %(window)s) AND address <> %(address)s
+)
+INSERT INTO queue_engine_scrapefailure AS f (address, failures, since)
+VALUES (%(address)s, 1, now())
+ON CONFLICT (address) DO UPDATE
+   SET failures = CASE WHEN f.since > now() - make_interval(secs => %(window)s)
+                       THEN f.failures + 1 ELSE 1 END,
+       since = CASE WHEN f.since > now() - make_interval(secs => %(window)s)
+                    THEN f.since ELSE now() END
+"""

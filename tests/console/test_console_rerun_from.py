@@ -3,6 +3,9 @@ refuses a payload that does not fit, and the audit log shows the change as a dif
 
 from __future__ import annotations
 
+import json
+from html import unescape
+
 import pytest
 from django.test import Client
 
@@ -90,3 +93,89 @@ def test_the_payload_diff_masks_secret_looking_keys() -> None:
     assert '-  "to": "a@example.com"' in diff and '+  "to": "b@example.com"' in diff
     assert not any("hunter2" in line or "old" in line for line in diff)
     assert payload_diff({"a": 1}, {"a": 1}) == []
+
+
+SECRET_PAYLOAD = {
+    "api_token": "sk-live-ORIGINAL",
+    "db_url": "postgres://u:pg-SECRET@h/db",
+    "hosts": [{"name": "a", "pwd": "host-PWD"}],
+}
+
+
+def with_secrets() -> int:
+    flow = Flow("sync")
+    flow.add("fetch", jobs.node, label="fetch")
+    flow.add("sync", jobs.connect, depends_on=["fetch"], **SECRET_PAYLOAD)
+    flow_id = flow.submit()
+    succeed_by_hand(Job.objects.get(flow_id=flow_id, node_key="fetch").pk, '{"rows": 3}')
+    return flow_id
+
+
+def rerun_with(operator: Client, flow_id: int, edit: dict[str, object]) -> tuple[int, str]:
+    """Rerun `sync` with the editor's text (as shown) changed by `edit`; the new flow's id
+    and the audit page."""
+    page = operator.get(f"/flows/{flow_id}/rerun/?node=sync").content.decode()
+    assert "sk-live" not in page and "pg-SECRET" not in page
+    shown = json.loads(unescape(page.split("data-payload-editor>")[1].split("</textarea>")[0]))
+    response = operator.post(
+        f"/flows/{flow_id}/rerun/", {"node": "sync", "payload": json.dumps({**shown, **edit})}
+    )
+    assert response.status_code == 302, response.content.decode()
+    return FlowRow.objects.latest("pk").pk, operator.get("/audit/").content.decode()
+
+
+def test_the_rerun_editor_shows_secrets_masked(operator: Client) -> None:
+    flow_id = with_secrets()
+
+    page = operator.get(f"/flows/{flow_id}/rerun/?node=sync").content.decode()
+
+    assert not [s for s in ("sk-live", "pg-SECRET", "host-PWD") if s in page]
+    assert "&quot;api_token&quot;: &quot;********&quot;" in page
+    assert "postgres://u:********@h/db" in page
+    assert "&quot;pwd&quot;: &quot;********&quot;" in page
+    assert "kept as they were" in page
+
+
+def test_secrets_left_masked_rerun_with_their_original_values(operator: Client) -> None:
+    flow_id = with_secrets()
+
+    new_id, audit = rerun_with(operator, flow_id, {"marker": ""})
+
+    assert Job.objects.get(flow_id=new_id, node_key="sync").payload == {
+        **SECRET_PAYLOAD,
+        "marker": "",
+    }
+    assert ": changed" not in audit
+    assert not [s for s in ("sk-live", "pg-SECRET", "host-PWD") if s in audit]
+
+
+def test_a_secret_typed_anew_is_sent_and_audited_without_either_value(operator: Client) -> None:
+    flow_id = with_secrets()
+
+    new_id, audit = rerun_with(
+        operator, flow_id, {"api_token": "sk-live-NEW", "db_url": "postgres://u:pg-NEW@h/db"}
+    )
+
+    payload = Job.objects.get(flow_id=new_id, node_key="sync").payload
+    assert payload["api_token"] == "sk-live-NEW"
+    assert payload["db_url"] == "postgres://u:pg-NEW@h/db"
+    assert payload["hosts"] == SECRET_PAYLOAD["hosts"]
+    assert '<span class="">api_token: changed</span>' in audit
+    assert '<span class="">db_url: changed</span>' in audit
+    assert not [s for s in ("sk-live", "pg-SECRET", "pg-NEW", "host-PWD") if s in audit]
+
+
+def test_a_mask_with_no_original_value_is_refused(operator: Client) -> None:
+    flow_id = with_secrets()
+
+    response = operator.post(
+        f"/flows/{flow_id}/rerun/",
+        {
+            "node": "sync",
+            "payload": json.dumps({**SECRET_PAYLOAD, "hosts": [{"secret": "********"}]}),
+        },
+    )
+
+    assert response.status_code == 422
+    assert "The payload still reads ******** at hosts[0].secret" in response.content.decode()
+    assert FlowRow.objects.count() == 1

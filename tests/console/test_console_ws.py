@@ -163,6 +163,23 @@ async def test_a_job_socket_catches_up_on_connect(session_cookie, stop_bridge) -
     await communicator.disconnect()
 
 
+async def test_a_job_socket_pushes_secrets_masked(session_cookie, stop_bridge) -> None:  # type: ignore[no-untyped-def]
+    cookie = await database_sync_to_async(session_cookie)("viewer")
+    job = await Job.objects.acreate(
+        kind="tests.noop",
+        queue="ws",
+        meta={"dsn": "postgres://u:ws-SECRET@h/db", "db_pass": "ws-PASS", "tenant": "acme"},
+    )
+    communicator = socket(f"/ws/jobs/{job.id}/", (b"cookie", cookie))
+
+    await communicator.connect()
+    message = await receive_until(communicator, 'id="job-result"')
+
+    assert "postgres://u:********@h/db" in message and "acme" in message
+    assert "ws-SECRET" not in message and "ws-PASS" not in message
+    await communicator.disconnect()
+
+
 async def test_a_log_hint_appends_the_new_lines(session_cookie, live_bridge) -> None:  # type: ignore[no-untyped-def]
     cookie = await database_sync_to_async(session_cookie)("viewer")
     job = await Job.objects.acreate(kind="tests.noop", queue="ws", state="running")

@@ -153,3 +153,89 @@ def test_all_that_match_refuses_a_filter_naming_a_masked_key(
     assert "whose values the console masks" in response.content.decode()
     assert not AuditEvent.objects.filter(actor="user-operator").exists()
     assert Job.objects.filter(pk=data.running.id, meta__has_key="cancel_requested").count() == 0
+
+
+# --- short words and URLs -----------------------------------------------------------------
+
+URL_SECRETS = ("pg-SECRET", "r-SECRET", "p4ss", "pwd-VALUE", "dbp-VALUE")
+URL_PAYLOAD = {
+    "db_url": "postgres://u:pg-SECRET@h/db",
+    "replicas": ["redis://:r-SECRET@r:6379/0", "see https://host:443/a@b"],
+    "pass": "p4ss",
+    "login": {"userPwd": "pwd-VALUE", "DB_PASS": "dbp-VALUE"},
+    "passenger": "Ann",
+    "compass": "north",
+}
+
+
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        ("pass", True),
+        ("db_pass", True),
+        ("dbPass", True),
+        ("DB-PASS", True),
+        ("pwd", True),
+        ("userPwd", True),
+        ("passphrase", True),
+        ("api_key", True),
+        ("apikey", True),
+        ("Authorization", True),
+        ("passenger", False),
+        ("bypass", False),
+        ("compass", False),
+        ("tenant", False),
+    ],
+)
+def test_which_keys_are_masked(key: str, secret: bool) -> None:
+    from queue_engine.masking import rule
+
+    assert rule().is_secret(key) is secret
+
+
+def test_a_url_keeps_everything_but_its_password() -> None:
+    from queue_engine.masking import mask
+
+    shown = mask(URL_PAYLOAD)
+
+    assert shown["db_url"] == "postgres://u:********@h/db"
+    assert shown["replicas"] == ["redis://:********@r:6379/0", "see https://host:443/a@b"]
+    assert shown["login"] == {"userPwd": "********", "DB_PASS": "********"}
+    assert shown["passenger"] == "Ann" and shown["compass"] == "north"
+
+
+@pytest.fixture
+def url_job(db: None) -> Job:
+    return Job.objects.create(
+        kind="tests.noop", queue="emails", payload=URL_PAYLOAD, meta={"dsn": URL_PAYLOAD["db_url"]}
+    )
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["/jobs/{id}/", "/jobs/", "/admin/queue_engine/job/{id}/change/", "/admin/queue_engine/job/"],
+)
+def test_short_words_and_url_passwords_are_masked_on_every_page(
+    admin_client: Client, url_job: Job, url: str
+) -> None:
+    from django.contrib.auth.models import Group
+
+    admin_user = admin_client.get("/admin/").wsgi_request.user
+    admin_user.groups.add(Group.objects.get(name="viewer"))  # type: ignore[union-attr]
+
+    page = admin_client.get(url.format(id=url_job.id)).content.decode()
+
+    assert not [s for s in URL_SECRETS if s in page]
+    if "{id}" in url:
+        assert "postgres://u:********@h/db" in page
+        assert "Ann" in page
+
+
+def test_a_containment_filter_on_a_url_with_a_password_is_refused(
+    viewer: Client, url_job: Job
+) -> None:
+    page = viewer.get("/jobs/", {"payload": '{"db_url": "postgres://u:pg-SECRET@h/db"}'})
+
+    assert (
+        "names the key &#x27;db_url&#x27;, whose values the console masks" in page.content.decode()
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -26,9 +27,11 @@ def metrics_on(settings: Any) -> None:
     settings.QUEUE_ENGINE = {**getattr(settings, "QUEUE_ENGINE", {}), "METRICS_TOKEN": TOKEN}
 
 
-def scrape(token: str | None = TOKEN) -> Any:
+def scrape(token: str | None = TOKEN, address: str = "127.0.0.1", forwarded: str = "") -> Any:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return Client().get("/metrics", headers=headers)
+    if forwarded:
+        headers["X-Forwarded-For"] = forwarded
+    return Client(REMOTE_ADDR=address).get("/metrics", headers=headers)
 
 
 def samples(response: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -53,6 +56,65 @@ def test_a_scrape_without_the_right_token_is_refused(metrics_on: None) -> None:
     assert missing.status_code == wrong.status_code == 401
     assert missing["WWW-Authenticate"].startswith("Bearer")
     assert b"queue_engine" not in wrong.content
+
+
+def test_guessing_tokens_from_one_address_is_throttled(metrics_on: None) -> None:
+    guesses = [scrape(f"guess-{n}", "203.0.113.40") for n in range(50)]
+    right_from_there = scrape(TOKEN, "203.0.113.40")
+    right_from_elsewhere = scrape(TOKEN, "198.51.100.40")
+
+    assert [r.status_code for r in guesses] == [401] * 10 + [429] * 40
+    refused = guesses[-1]
+    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert "Too many wrong metrics tokens from this address" in refused.content.decode()
+    assert right_from_there.status_code == 429
+    assert right_from_elsewhere.status_code == 200
+
+
+def test_the_right_token_does_not_clear_another_address_s_count(metrics_on: None) -> None:
+    for n in range(9):
+        scrape(f"guess-{n}", "203.0.113.41")
+    scrape(TOKEN, "198.51.100.41")
+    tenth = scrape("guess-9", "203.0.113.41")
+
+    after = scrape(TOKEN, "203.0.113.41")
+
+    assert tenth.status_code == 401
+    assert after.status_code == 429
+
+
+def test_an_address_may_scrape_again_once_its_window_ends(metrics_on: None, settings: Any) -> None:
+    settings.QUEUE_ENGINE = {**settings.QUEUE_ENGINE, "METRICS_FAILURE_WINDOW": 1}
+    for n in range(10):
+        scrape(f"guess-{n}", "203.0.113.42")
+    refused = scrape(TOKEN, "203.0.113.42")
+    time.sleep(1.1)
+
+    again = scrape(TOKEN, "203.0.113.42")
+
+    assert refused.status_code == 429 and refused["Retry-After"] == "1"
+    assert again.status_code == 200
+
+
+def test_behind_a_trusted_proxy_each_forwarded_client_is_counted(
+    metrics_on: None, settings: Any
+) -> None:
+    settings.QUEUE_ENGINE = {**settings.QUEUE_ENGINE, "TRUSTED_PROXIES": ["10.0.0.5"]}
+    for n in range(10):
+        scrape(f"guess-{n}", "10.0.0.5", forwarded="203.0.113.43")
+
+    guesser = scrape(TOKEN, "10.0.0.5", forwarded="203.0.113.43")
+    prometheus = scrape(TOKEN, "10.0.0.5", forwarded="198.51.100.43")
+
+    assert guesser.status_code == 429
+    assert prometheus.status_code == 200
+
+
+@pytest.mark.parametrize("sent", ["scrape-me-7f3", "scrape-me-7f3a-and-more", "scrape-mé-7f3a"])
+def test_a_token_of_another_length_or_alphabet_is_refused_not_an_error(
+    metrics_on: None, sent: str
+) -> None:
+    assert scrape(sent).status_code == 401
 
 
 def test_a_scrape_reports_queues_workers_and_the_last_minutes(

@@ -161,3 +161,17 @@ def test_inconsistent_tasks_backend_is_reported(config: dict[str, Any], expected
         ids = [e.id for e in checks.check_tasks_backend()]
 
     assert ids == [expected]
+
+
+@pytest.mark.parametrize("proxies", ["10.0.0.5", ["10.0.0.5", "proxy.local"], ["10.0.0.0/33"]])
+def test_trusted_proxies_must_be_addresses_or_networks(proxies: Any) -> None:
+    with override_settings(QUEUE_ENGINE={"TRUSTED_PROXIES": proxies}):
+        errors = [e for e in checks.check_engine_settings() if e.id == "queue_engine.E011"]
+
+    assert len(errors) == 1
+    assert "must list addresses or networks of proxies" in errors[0].msg
+
+
+@override_settings(QUEUE_ENGINE={"TRUSTED_PROXIES": ["10.0.0.5", "fd00::/8"]})
+def test_trusted_proxies_may_mix_addresses_and_networks() -> None:
+    assert "queue_engine.E011" not in [e.id for e in checks.check_engine_settings()]

@@ -42,6 +42,7 @@ import logging  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 from django.db import connection  # noqa: E402
 
@@ -477,3 +478,11 @@ def task_second_try(context: Any, value: int) -> int:
 async def task_async_rest(seconds: float) -> str:
     await asyncio.sleep(seconds)
     return f"rested {seconds}s"
+
+
+@job(kind="tests.connect", queue="flows")
+def connect(api_token: str, db_url: str, marker: str = "", hosts: list[Any] | None = None) -> str:
+    """Secrets in its payload; dead at once (Fatal) while `marker` names no file."""
+    if marker and not Path(marker).exists():
+        raise Fatal("the database refused the connection (create the marker file to fix it)")
+    return "connected"

@@ -27,9 +27,17 @@ def attempted_username(request: HttpRequest, credentials: Any = None) -> str:
 def locked_out(
     request: HttpRequest, response: HttpResponse | None = None, credentials: Any = None
 ) -> HttpResponse:
-    """What django-axes answers once a user name or an address has failed too often: the
-    sign-in page again, saying why it refuses and for how long (429, as axes does)."""
+    """What django-axes answers once a user name has failed too often from an address, or
+    an address too often across names: the sign-in page again, saying which, for how long,
+    and the command that lifts it (429, as axes does)."""
+    from queue_engine.console.lockout import lock_of  # django-axes is installed
+
+    lock = lock_of(request, credentials)
     wait = duration(settings.AXES_COOLOFF_TIME)
+    if lock.scope == "address":
+        why = "Too many failed sign-ins from this address, for several user names"
+    else:
+        why = f"Too many failed sign-ins for the user name {lock.name!r} from this address"
     form = AuthenticationForm(request, initial={"username": request.POST.get("username", "")})
     return render(
         request,
@@ -37,11 +45,9 @@ def locked_out(
         {
             "form": form,
             "next": request.POST.get("next") or request.GET.get("next", ""),
-            "locked": (
-                f"Too many failed sign-ins for this user name or from this address: signing "
-                f"in is refused for {wait}. Wait and try again, or ask an administrator to "
-                f"lift the lock (manage.py axes_reset_username NAME)."
-            ),
+            "locked": f"{why}: signing in is refused for {wait}. Wait and try again, or ask "
+            "an administrator to lift the lock with",
+            "lift": lock.lift,
         },
         status=429,
     )

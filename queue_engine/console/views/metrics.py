@@ -1,7 +1,9 @@
 """GET /metrics: the engine's figures in the Prometheus text format (prometheus-client).
 
 Off unless QUEUE_ENGINE["METRICS_TOKEN"] is set; then a scrape must send
-`Authorization: Bearer <token>`. Every figure is read at scrape time from what the
+`Authorization: Bearer <token>`. An address that sent METRICS_FAILURE_LIMIT wrong tokens
+within METRICS_FAILURE_WINDOW seconds gets 429 until that window ends, whatever it sends
+(client_address: REMOTE_ADDR, or X-Forwarded-For from TRUSTED_PROXIES). Every figure is read at scrape time from what the
 console reads (bounded queue counts, estimated above their caps) and from the metrics
 rollup's last complete minutes, never from a scan of the history, so a scrape costs the
 same with ten rows or ten million.
@@ -9,6 +11,7 @@ same with ten rows or ten million.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Iterator
 from datetime import timedelta
@@ -23,6 +26,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from queue_engine import conf, ops, reads, sql
+from queue_engine.console.client_address import client_address
 from queue_engine.states import STATES
 
 WINDOW = timedelta(minutes=5)  # the rollup's minutes the *_5m figures cover
@@ -171,9 +175,40 @@ def gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
 
 
 def authorised(request: HttpRequest, token: str) -> bool:
+    """Whether the request sends the token. Digests of both are compared, in constant
+    time, so neither the token's characters nor its length show in the answer's timing."""
     sent = request.headers.get("Authorization", "")
     scheme, _, value = sent.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip(), token)
+    return hmac.compare_digest(digest(value.strip()), digest(token)) and scheme.lower() == "bearer"
+
+
+def digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def refused_for(address: str) -> int | None:
+    """Seconds `address` must wait before its next scrape, or None if it may scrape."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql.SCRAPE_REFUSED_FOR, throttle(address))
+        row = cursor.fetchone()
+    return None if row is None else max(1, int(row[0]))
+
+
+def count_failure(address: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql.SCRAPE_FAILED, throttle(address))
+
+
+def throttle(address: str) -> dict[str, Any]:
+    return {
+        "address": address,
+        "limit": conf.option("METRICS_FAILURE_LIMIT"),
+        "window": conf.option("METRICS_FAILURE_WINDOW"),
+    }
+
+
+def text(body: str, status: int) -> HttpResponse:
+    return HttpResponse(body, status=status, content_type="text/plain; charset=utf-8")
 
 
 @login_not_required  # a scraper has no session: the bearer token is its credential
@@ -181,18 +216,24 @@ def authorised(request: HttpRequest, token: str) -> bool:
 def metrics(request: HttpRequest) -> HttpResponse:
     token: Any = conf.option("METRICS_TOKEN")
     if not token:
-        return HttpResponse(
+        return text(
             "Metrics are off. Set QUEUE_ENGINE['METRICS_TOKEN'] to turn them on, and send it "
             "as 'Authorization: Bearer <token>'.\n",
-            status=404,
-            content_type="text/plain; charset=utf-8",
+            404,
         )
+    address = client_address(request)
+    wait = refused_for(address)
+    if wait is not None:
+        response = text(
+            f"Too many wrong metrics tokens from this address: try again in {wait} s, "
+            "with the token QUEUE_ENGINE['METRICS_TOKEN'] sets.\n",
+            429,
+        )
+        response["Retry-After"] = str(wait)
+        return response
     if not authorised(request, str(token)):
-        response = HttpResponse(
-            "Send the metrics token as 'Authorization: Bearer <token>'.\n",
-            status=401,
-            content_type="text/plain; charset=utf-8",
-        )
+        count_failure(address)
+        response = text("Send the metrics token as 'Authorization: Bearer <token>'.\n", 401)
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     registry = CollectorRegistry(auto_describe=False)

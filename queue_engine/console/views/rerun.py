@@ -17,6 +17,7 @@ from queue_engine import ops
 from queue_engine.console.access import forbidden, viewer_required
 from queue_engine.console.roles import OPERATE
 from queue_engine.exceptions import OpsError
+from queue_engine.masking import MASK, left_masked, mask, restore
 from queue_engine.ops.rerun import RerunPlan
 from queue_engine.registry import registry
 
@@ -96,7 +97,9 @@ def rerun_from(request: HttpRequest, flow_id: int) -> HttpResponse:
     except OpsError as exc:
         messages.error(request, str(exc))
         return redirect(back)
-    text = json.dumps(plan.payload, indent=2, ensure_ascii=False)
+    # Secrets show masked; what the operator leaves masked is taken back from the old
+    # payload on the way in (restore), so the page never holds them.
+    text = json.dumps(mask(plan.payload), indent=2, ensure_ascii=False)
     error = ""
     if request.method == "POST":
         text = request.POST.get("payload", "")
@@ -117,6 +120,7 @@ def rerun_from(request: HttpRequest, flow_id: int) -> HttpResponse:
             "flow_id": flow_id,
             "plan": plan,
             "payload_text": text,
+            "masked": mask(plan.payload) != plan.payload,
             "error": error,
             "editor": {
                 "parameters": parameters(plan.kind),
@@ -136,6 +140,13 @@ def _rerun(request: HttpRequest, plan: RerunPlan, text: str) -> tuple[int | None
         payload = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, f"The payload is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+    payload = restore(payload, plan.payload)
+    where = left_masked(payload)
+    if where is not None:
+        return None, (
+            f"The payload still reads {MASK} at {where}, where flow #{plan.flow_id} has no "
+            "value to keep: type the value, or remove the key."
+        )
     try:
         return ops.rerun_flow_from(
             plan.flow_id, plan.node, payload, actor=request.user, plan=plan
