@@ -1,5 +1,5 @@
-"""The list pages, live: flows, queues, dead letter, schedules, workers, kinds and the
-audit log.
+"""The list pages, live: flows, queues, dead letter, schedules, workers, kinds, the
+audit log and the metrics.
 
 Each page renders its changing part as a template partial from a context function
 that reads only the request's query string; `PageConsumer` renders the same partial
@@ -18,7 +18,16 @@ from typing import Any
 from django.http import HttpRequest, QueryDict
 
 from queue_engine.console.consumers import FULL, LiveConsumer
-from queue_engine.console.views import audit, dead, flows, kinds, queues, schedules, workers
+from queue_engine.console.views import (
+    audit,
+    dead,
+    fleet,
+    flows,
+    kinds,
+    queues,
+    schedules,
+    workers,
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,15 @@ PAGES: dict[str, LivePage] = {
     ),
     "kinds": LivePage("/kinds/", "console/kinds.html", ("kind-rows",), kinds.kinds_context),
     "audit": LivePage("/audit/", "console/audit.html", ("audit-events",), audit.audit_context),
+    # Minute buckets close once a minute; the live tail moves with every job that ends.
+    "metrics": LivePage(
+        "/charts/",
+        "console/fleet.html",
+        ("metrics-body",),
+        fleet.fleet_context,
+        refresh_every=5.0,
+        min_interval=2.0,
+    ),
 }
 
 # A relative time's text changes every second; only its datetime says whether it moved.
