@@ -87,16 +87,16 @@ def duration_axis(values: Iterable[float]) -> Axis | None:
 
 
 def _thin(marks: list[float], low: float, high: float) -> list[float]:
-    """The majors, and each end unless it would crowd a major's label."""
-    majors = [d for d in marks if d in _MAJOR_DURATIONS]
-    while len(majors) > MAX_TICKS:
-        majors = majors[::2]
+    """Both ends, and the majors between that do not crowd an end's label."""
     span = math.log10(high) - math.log10(low)
 
-    def clear(end: float) -> bool:
-        return all(abs(math.log10(end) - math.log10(m)) >= span / 8 for m in majors)
+    def clear(major: float) -> bool:
+        return all(abs(math.log10(major) - math.log10(end)) >= span / 8 for end in (low, high))
 
-    return sorted({*majors, *(end for end in (low, high) if clear(end))})
+    majors = [d for d in marks if d in _MAJOR_DURATIONS and clear(d)]
+    while len(majors) > MAX_TICKS - 2:
+        majors = majors[::2]
+    return [low, *majors, high]
 
 
 def _round_step(rough: float) -> float:

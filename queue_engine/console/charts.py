@@ -41,6 +41,7 @@ class Line:
     kind: str
     label: str
     path: str
+    dots: str
     last: float | None
 
 
@@ -113,21 +114,25 @@ def latency(series: reads.Series) -> Chart:
 
 
 def _line(points: list[reads.SeriesPoint], name: str, label: str, axis: Axis, step: float) -> Line:
-    """A path through each step's value (a gap where there is none), and the last one."""
-    path: list[str] = []
-    pen_down = False
+    """A path through each step's value, broken where a step has none; a value with no
+    neighbour on either side goes in `dots` (a zero-length segment, drawn as a round cap)."""
+    runs: list[list[tuple[float, float]]] = [[]]
     last = None
     for i, p in enumerate(points):
         value = getattr(p, name)
         if value is None:
-            pen_down = False
+            if runs[-1]:
+                runs.append([])
             continue
-        x, y = round(i * step + step / 2, 2), axis.y(value)
-        # A point with no neighbour is a zero-length segment: its round cap draws a dot.
-        path.append(f"L{x} {y}" if pen_down else f"M{x} {y} L{x} {y}")
-        pen_down = True
+        runs[-1].append((round(i * step + step / 2, 2), axis.y(value)))
         last = value
-    return Line(name.replace("_", "-"), label, " ".join(path), last)
+    path = " ".join(
+        " ".join(f"{'L' if j else 'M'}{x} {y}" for j, (x, y) in enumerate(run))
+        for run in runs
+        if len(run) > 1
+    )
+    dots = " ".join(f"M{x} {y} L{x} {y}" for run in runs if len(run) == 1 for x, y in run)
+    return Line(name.replace("_", "-"), label, path, dots, last)
 
 
 def queue_charts(queue: str, window: str) -> tuple[Chart, Chart]:
