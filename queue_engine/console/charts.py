@@ -1,25 +1,29 @@
 """Charts drawn on the server as SVG geometry, from the metrics rollup (`reads.metric_series`).
 
-No chart library: a throughput chart is stacked bars, a latency chart is lines,
-both in a fixed viewBox the stylesheet stretches to the panel's width.
+No chart library: a throughput chart is stacked bars, a latency chart is lines, both in
+a fixed viewBox the stylesheet stretches to the panel's width, on an axis fitted to
+what they show (`axes`). The page's live socket swaps a new drawing in as it is, and
+with no script the charts read the same.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from queue_engine import reads
+from queue_engine.console.axes import Axis, count_axis, duration_axis
 
-WIDTH, HEIGHT = 600, 140
+WIDTH = 600
 WINDOWS = {
     "15m": timedelta(minutes=15),
     "1h": timedelta(hours=1),
+    "6h": timedelta(hours=6),
     "24h": timedelta(days=1),
     "7d": timedelta(days=7),
     "30d": timedelta(days=30),
 }
+OUTCOMES = ("succeeded", "failed", "cancelled")
 
 
 @dataclass
@@ -37,6 +41,7 @@ class Line:
     kind: str
     label: str
     path: str
+    dots: str
     last: float | None
 
 
@@ -44,63 +49,54 @@ class Line:
 class Chart:
     start: datetime
     end: datetime
-    top: float
+    step: timedelta
+    axis: Axis | None  # None: nothing to draw in this window
     bars: list[Bar] = field(default_factory=list)
     lines: list[Line] = field(default_factory=list)
     totals: dict[str, float] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
-        return self.top <= 0
-
-
-def _nice(value: float) -> float:
-    """The smallest 1, 2 or 5 times a power of ten that is at least `value`."""
-    if value <= 0:
-        return 0.0
-    power = 10.0 ** math.floor(math.log10(value))
-    return next(step * power for step in (1, 2, 5, 10) if step * power >= value * 0.9999)
+        return self.axis is None
 
 
 def throughput(series: reads.Series) -> Chart:
+    """Jobs ended per step, stacked by outcome, and the failed attempts that ran again as
+    a line on the same scale."""
     points = series.points
-    top = _nice(max((p.succeeded + p.failed + p.cancelled for p in points), default=0))
-    chart = Chart(series.start, series.end, top)
-    chart.totals = {
-        "succeeded": sum(p.succeeded for p in points),
-        "failed": sum(p.failed for p in points),
-        "cancelled": sum(p.cancelled for p in points),
-        "retried": sum(p.retried for p in points),
-    }
-    if not points or top <= 0:
+    chart = Chart(series.start, series.end, series.step, None)
+    chart.totals = {name: sum(getattr(p, name) for p in points) for name in (*OUTCOMES, "retried")}
+    largest = max((max(p.ended, p.retried) for p in points), default=0)
+    if largest <= 0:
         return chart
+    axis = chart.axis = count_axis(largest)
     step = WIDTH / len(points)
     gap = min(1.0, step * 0.15)
     for i, p in enumerate(points):
-        base = float(HEIGHT)
-        for kind, value in (
-            ("succeeded", p.succeeded),
-            ("failed", p.failed),
-            ("cancelled", p.cancelled),
-        ):
+        below = 0
+        for kind in OUTCOMES:
+            value = getattr(p, kind)
             if not value:
                 continue
-            height = value / top * HEIGHT
-            base -= height
+            top, base = axis.y(below + value), axis.y(below)
+            below += value
             chart.bars.append(
                 Bar(
                     round(i * step + gap / 2, 2),
-                    round(base, 2),
+                    top,
                     round(step - gap, 2),
-                    round(height, 2),
+                    round(base - top, 2),
                     kind,
-                    f"{p.at:%Y-%m-%d %H:%M} · {value} {kind}",
+                    f"{p.at:%Y-%m-%d %H:%M} · {value} {'dead' if kind == 'failed' else kind}",
                 )
             )
+    if chart.totals["retried"]:
+        chart.lines.append(_line(points, "retried", "retried attempts", axis, step))
     return chart
 
 
 def latency(series: reads.Series) -> Chart:
+    """Wait (due to started) and run (started to finished) percentiles per step."""
     points = series.points
     wanted = [
         ("wait_p95", "wait p95"),
@@ -109,26 +105,34 @@ def latency(series: reads.Series) -> Chart:
         ("run_p50", "run p50"),
     ]
     values = [v for p in points for name, _ in wanted if (v := getattr(p, name)) is not None]
-    top = _nice(max(values, default=0.0))
-    chart = Chart(series.start, series.end, top)
-    if not points or top <= 0:
+    chart = Chart(series.start, series.end, series.step, duration_axis(values))
+    if chart.axis is None:
         return chart
     step = WIDTH / len(points)
-    for name, label in wanted:
-        path: list[str] = []
-        pen_down = False
-        last = None
-        for i, p in enumerate(points):
-            value = getattr(p, name)
-            if value is None:
-                pen_down = False
-                continue
-            x, y = round(i * step + step / 2, 2), round(HEIGHT - value / top * HEIGHT, 2)
-            path.append(f"{'L' if pen_down else 'M'}{x} {y}")
-            pen_down = True
-            last = value
-        chart.lines.append(Line(name.replace("_", "-"), label, " ".join(path), last))
+    chart.lines = [_line(points, name, label, chart.axis, step) for name, label in wanted]
     return chart
+
+
+def _line(points: list[reads.SeriesPoint], name: str, label: str, axis: Axis, step: float) -> Line:
+    """A path through each step's value, broken where a step has none; a value with no
+    neighbour on either side goes in `dots` (a zero-length segment, drawn as a round cap)."""
+    runs: list[list[tuple[float, float]]] = [[]]
+    last = None
+    for i, p in enumerate(points):
+        value = getattr(p, name)
+        if value is None:
+            if runs[-1]:
+                runs.append([])
+            continue
+        runs[-1].append((round(i * step + step / 2, 2), axis.y(value)))
+        last = value
+    path = " ".join(
+        " ".join(f"{'L' if j else 'M'}{x} {y}" for j, (x, y) in enumerate(run))
+        for run in runs
+        if len(run) > 1
+    )
+    dots = " ".join(f"M{x} {y} L{x} {y}" for run in runs if len(run) == 1 for x, y in run)
+    return Line(name.replace("_", "-"), label, path, dots, last)
 
 
 def queue_charts(queue: str, window: str) -> tuple[Chart, Chart]:

@@ -1,5 +1,5 @@
-"""The list pages, live: flows, queues, dead letter, schedules, workers, kinds and the
-audit log.
+"""The list pages, live: flows, queues, dead letter, schedules, workers, kinds, the
+audit log and the metrics.
 
 Each page renders its changing part as a template partial from a context function
 that reads only the request's query string; `PageConsumer` renders the same partial
@@ -16,14 +16,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpRequest, QueryDict
+from django.urls import reverse
 
 from queue_engine.console.consumers import FULL, LiveConsumer
-from queue_engine.console.views import audit, dead, flows, kinds, queues, schedules, workers
+from queue_engine.console.views import (
+    audit,
+    dead,
+    fleet,
+    flows,
+    kinds,
+    queues,
+    schedules,
+    workers,
+)
 
 
 @dataclass(frozen=True)
 class LivePage:
-    path: str  # the page's own URL, for the links its partial builds
+    route: str  # the page's own URL name, for the links its partial builds
     template: str
     parts: tuple[str, ...]  # partials that each carry an id and hx-swap-oob
     context: Callable[[HttpRequest], dict[str, Any]]
@@ -32,26 +42,48 @@ class LivePage:
 
 
 PAGES: dict[str, LivePage] = {
-    "flows": LivePage("/flows/", "queue_engine/flows.html", ("flow-results",), flows.flows_context),
+    "flows": LivePage(
+        "queue_engine:flows", "queue_engine/flows.html", ("flow-results",), flows.flows_context
+    ),
     "queues": LivePage(
-        "/queues/", "queue_engine/queues.html", ("queue-rows",), queues.queues_context
+        "queue_engine:queues", "queue_engine/queues.html", ("queue-rows",), queues.queues_context
     ),
     # The grouping scans up to DEAD_SCAN rows: once a second is enough.
     "dead": LivePage(
-        "/dead/", "queue_engine/dead.html", ("dead-groups",), dead.dead_context, min_interval=1.0
+        "queue_engine:dead",
+        "queue_engine/dead.html",
+        ("dead-groups",),
+        dead.dead_context,
+        min_interval=1.0,
     ),
     "schedules": LivePage(
-        "/schedules/",
+        "queue_engine:schedules",
         "queue_engine/schedules.html",
         ("schedule-rows",),
         schedules.schedules_context,
         refresh_every=5.0,
     ),
     "workers": LivePage(
-        "/workers/", "queue_engine/workers.html", ("worker-rows",), workers.workers_context
+        "queue_engine:workers",
+        "queue_engine/workers.html",
+        ("worker-rows",),
+        workers.workers_context,
     ),
-    "kinds": LivePage("/kinds/", "queue_engine/kinds.html", ("kind-rows",), kinds.kinds_context),
-    "audit": LivePage("/audit/", "queue_engine/audit.html", ("audit-events",), audit.audit_context),
+    "kinds": LivePage(
+        "queue_engine:kinds", "queue_engine/kinds.html", ("kind-rows",), kinds.kinds_context
+    ),
+    "audit": LivePage(
+        "queue_engine:audit", "queue_engine/audit.html", ("audit-events",), audit.audit_context
+    ),
+    # Minute buckets close once a minute; the live tail moves with every job that ends.
+    "metrics": LivePage(
+        "queue_engine:fleet",
+        "queue_engine/fleet.html",
+        ("metrics-body",),
+        fleet.fleet_context,
+        refresh_every=5.0,
+        min_interval=2.0,
+    ),
 }
 
 # A relative time's text changes every second; only its datetime says whether it moved.
@@ -84,7 +116,7 @@ class PageConsumer(LiveConsumer):
     def render(self, dirty: set[str]) -> str:
         if self.query is None:  # the page has not said what it shows yet
             return ""
-        request = self.page_request(self.page.path, self.query)
+        request = self.page_request(reverse(self.page.route), self.query)
         context = self.page.context(request)
         html = "".join(
             self.fragment(f"{self.page.template}#{part}", context, request)

@@ -8,6 +8,7 @@ from queue_engine.console.views import (
     audit,
     auth,
     dead,
+    fleet,
     flows,
     job,
     jobs,
@@ -43,6 +44,7 @@ urlpatterns = [
     path("kinds/action/", kinds.kind_action, name="kind_action"),
     path("audit/", audit.audit, name="audit"),
     path("metrics", metrics.metrics, name="metrics"),
+    path("charts/", fleet.fleet, name="fleet"),
     path("queues/", queues.queues, name="queues"),
     # Queue names may hold any character, "/" included: the action routes come first.
     path("queues/<queue:name>/redrive/", queues.redrive, name="queue_redrive"),

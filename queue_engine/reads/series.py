@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.db import connection
 
@@ -99,10 +100,50 @@ def queue_series(window: timedelta, queues: Sequence[str]) -> dict[str, Series]:
     return {name: s for name, s in series.items() if name is not None}
 
 
+@dataclass(frozen=True)
+class KindFailures:
+    kind: str
+    dead: int  # jobs of the kind that ended failed for good
+    retried: int  # failed attempts that ran again
+    ended: int
+
+
+def kind_failures(window: timedelta, limit: int = 50) -> list[KindFailures]:
+    """The kinds whose jobs died or retried over `window`, most dead first, from the
+    rollup plus its live tail (the series' sources)."""
+    _step, params = _bounds(window, None, None)
+    with connection.cursor() as cursor:
+        cursor.execute(sql.KIND_FAILURES, {**params, "limit": limit})
+        return [KindFailures(*row) for row in cursor.fetchall()]
+
+
+def rolled_up_to() -> datetime | None:
+    """Up to when the rollup has counted; None until a worker's leader first ran it."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql.ROLLED_UP_TO)
+        row = cursor.fetchone()
+    return None if row is None else row[0]
+
+
 def _series(
     window: timedelta, queues: list[str] | None, kind: str | None
 ) -> dict[str | None, Series]:
     """One Series per queue of `queues`, or under None one of every queue together."""
+    step, params = _bounds(window, queues, kind)
+    with connection.cursor() as cursor:
+        cursor.execute(sql.SERIES, params)
+        names: list[str | None] = [None] if queues is None else list(queues)
+        points: dict[str | None, list[SeriesPoint]] = {name: [] for name in names}
+        for name, *values in cursor.fetchall():
+            points[name].append(SeriesPoint(*values))
+    return {name: Series(step, params["start"], params["end"], p) for name, p in points.items()}
+
+
+def _bounds(
+    window: timedelta, queues: list[str] | None, kind: str | None
+) -> tuple[timedelta, dict[str, Any]]:
+    """The window's step and sql._STITCHED's parameters: where hour buckets, minute
+    buckets and the live tail each cover it."""
     step = step_for(window)
     if kind is not None and not isinstance(kind, str):
         raise FilterError(f"A series kind is a job kind name or None, not {kind!r}.")
@@ -113,33 +154,25 @@ def _series(
         if row is None:
             cursor.execute(sql.DATABASE_NOW)
             row = (None, cursor.fetchone()[0])
-        watermark, now = row
-        end = _floor(now, seconds) + step
-        start = end - step * math.ceil(window / step)
-        final = watermark if watermark is not None else start
-        hours_until = _floor(final, 3600) if seconds >= 3600 else start
-        hours_until = min(max(hours_until, start), end)
-        minutes_from = hours_until
-        minutes_until = min(max(final, minutes_from), end)
-        cursor.execute(
-            sql.SERIES,
-            {
-                "start": start,
-                "end": end,
-                "step": seconds,
-                "queues": queues,
-                "kind": kind,
-                "hours_until": hours_until,
-                "minutes_from": minutes_from,
-                "minutes_until": minutes_until,
-                "raw_from": minutes_until,
-            },
-        )
-        names: list[str | None] = [None] if queues is None else list(queues)
-        points: dict[str | None, list[SeriesPoint]] = {name: [] for name in names}
-        for name, *values in cursor.fetchall():
-            points[name].append(SeriesPoint(*values))
-    return {name: Series(step, start, end, p) for name, p in points.items()}
+    watermark, now = row
+    end = _floor(now, seconds) + step
+    start = end - step * math.ceil(window / step)
+    final = watermark if watermark is not None else start
+    hours_until = _floor(final, 3600) if seconds >= 3600 else start
+    hours_until = min(max(hours_until, start), end)
+    minutes_from = hours_until
+    minutes_until = min(max(final, minutes_from), end)
+    return step, {
+        "start": start,
+        "end": end,
+        "step": seconds,
+        "queues": queues,
+        "kind": kind,
+        "hours_until": hours_until,
+        "minutes_from": minutes_from,
+        "minutes_until": minutes_until,
+        "raw_from": minutes_until,
+    }
 
 
 def _floor(moment: datetime, seconds: int) -> datetime:

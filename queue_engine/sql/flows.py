@@ -456,8 +456,8 @@ SELECT node_key, id FROM queue_engine_jobrecord
 
 
 # Rerun from a node: the new flow's nodes upstream of the chosen one (or beside it) that
-# succeeded in the old flow go straight to the history as succeeded, with the old node's
-# result (its children read it as their parent's output) and where it came from in meta.
+# succeeded in the old flow go to the history as succeeded, never started (NOT_REUSED),
+# with the old node's result (their children read it) and where it came from in meta.
 REUSE_NODES = f"""
 WITH src AS (
     SELECT n.id AS new_id, o.id AS old_id, o.result AS old_result
@@ -474,7 +474,7 @@ SELECT id, queue, kind, name, priority, payload, attempt, max_attempts, backoff,
        dedup_key, group_key, labels, flow_id, node_key,
        meta || jsonb_build_object('reused_from',
                                   jsonb_build_object('flow', %(old)s::bigint, 'job', old_id)),
-       progress, progress_message, rescues, run_at, created_at, now(),
+       progress, progress_message, rescues, run_at, created_at, NULL,
        'succeeded', old_result, '', now()
   FROM gone
 RETURNING id

@@ -129,6 +129,11 @@ DATABASE_NOW = "SELECT now()"
 # The instant every metric bucket and series point is aligned to (date_bin's origin).
 BUCKET_ORIGIN = "TIMESTAMPTZ '2000-01-01 00:00:00+00'"
 
+# The history rows the metrics count: every ended job but the nodes a rerun from a node
+# reused (sql.REUSE_NODES), which go to the history as succeeded without starting and
+# did not run. Reads history rows' columns.
+NOT_REUSED = "(started_at IS NOT NULL OR state <> 'succeeded')"
+
 # A finished job's wait (from run_at to the start of its last attempt) and run (from
 # that start to its finish), in seconds; both NULL for a job that never started
 # (GREATEST alone would turn NULL into 0). Reads history rows' columns. date_part, not

@@ -4,6 +4,7 @@ from queue_engine.sql.fragments import (
     BUCKET_ORIGIN,
     MINUTE_COUNTS,
     MINUTE_PERCENTILES,
+    NOT_REUSED,
     WAIT_AND_RUN,
 )
 from queue_engine.sql.history import emptied_flows
@@ -97,7 +98,7 @@ def _group_counts(start: str, end: str) -> str:
   FROM (SELECT queue, kind, state, attempt, rescues,
                {WAIT_AND_RUN}
           FROM queue_engine_jobrecord
-         WHERE finished_at >= {start} AND finished_at < {end}) r
+         WHERE finished_at >= {start} AND finished_at < {end} AND {NOT_REUSED}) r
  GROUP BY queue, kind"""
 
 
@@ -168,10 +169,10 @@ SELECT queue, kind, hashint8(id) & 1048575,
 """
 
 
-# ... and a slice's rows, counted.
-SLICE_ROWS = """
+# ... and a slice's rows the buckets count.
+SLICE_ROWS = f"""
 SELECT count(*) FROM queue_engine_jobrecord
- WHERE finished_at >= %(start)s AND finished_at < %(end)s
+ WHERE finished_at >= %(start)s AND finished_at < %(end)s AND {NOT_REUSED}
 """
 
 
@@ -212,9 +213,9 @@ SELECT NOT EXISTS (
 
 # Whether the history holds rows in [start, end) that its minute buckets do not count:
 # rows whose settle committed after the pass that counted their minute.
-UNCOUNTED_ROWS = """
+UNCOUNTED_ROWS = f"""
 SELECT (SELECT count(*) FROM queue_engine_jobrecord
-         WHERE finished_at >= %(start)s AND finished_at < %(end)s)
+         WHERE finished_at >= %(start)s AND finished_at < %(end)s AND {NOT_REUSED})
     <> (SELECT COALESCE(sum(succeeded + failed + cancelled), 0) FROM queue_engine_metricbucket
          WHERE size = 60 AND bucket >= %(start)s AND bucket < %(end)s)
 """

@@ -6,7 +6,7 @@ the few rows it has not seen yet), lists page by id. Optional filters are writte
 query keeps to the index its filters call for.
 """
 
-from queue_engine.sql.fragments import BUCKET_ORIGIN, MINUTE_FIGURES, WAIT_AND_RUN
+from queue_engine.sql.fragments import BUCKET_ORIGIN, MINUTE_FIGURES, NOT_REUSED, WAIT_AND_RUN
 
 # The queues the counts cover (one, or all), in name order.
 QUEUES = """
@@ -138,7 +138,7 @@ SELECT b.queue,
 ROLLED_UP_TO = "SELECT rolled_up_to, now() FROM queue_engine_rollupstate WHERE name = 'metrics'"
 
 
-_BUCKET_COLUMNS = """queue, bucket AS t, succeeded, failed, cancelled, retried, timed,
+_BUCKET_COLUMNS = """queue, kind, bucket AS t, succeeded, failed, cancelled, retried, timed,
            wait_sum, run_sum, wait_p50, wait_p95, run_p50, run_p95"""
 
 
@@ -146,20 +146,18 @@ _BUCKET_FILTERS = """(%(queues)s::varchar[] IS NULL OR queue = ANY(%(queues)s::v
        AND (%(kind)s::varchar IS NULL OR kind = %(kind)s)"""
 
 
-# One point per step from %(start)s to %(end)s, zero-filled, for each of %(queues)s
-# (or one series of every queue together when it is NULL), stitched from three
-# disjoint sources: hour buckets before %(hours_until)s, minute buckets up to
-# the rollup's watermark, and history rows after it (the live tail). Counts and
-# sums add up exactly; percentiles of a point that spans several buckets are the
-# timed-weighted means of the buckets' percentiles. The tail is read by time alone
-# (the BRIN index): given the queue too, the planner would AND the BRIN range with
-# every history row of the queue from the (queue, state, id) index, reading a large
-# share of the history for a tail of a few rows.
-SERIES = f"""
+# What ended from %(start)s to %(end)s, per queue, kind and bucket (t), in the queues
+# %(queues)s (NULL: all) and of %(kind)s (NULL: all), stitched from three disjoint
+# sources: hour buckets before %(hours_until)s, minute buckets up to the rollup's
+# watermark, and history rows after it (the live tail, per minute). The tail is read by
+# time alone (the BRIN index): given the queue too, the planner would AND the BRIN range
+# with every history row of the queue from the (queue, state, id) index, reading a
+# large share of the history for a tail of a few rows.
+_STITCHED = f"""
 WITH tail AS MATERIALIZED (
     SELECT finished_at, queue, kind, state, attempt, started_at, run_at
       FROM queue_engine_jobrecord
-     WHERE finished_at >= %(raw_from)s AND finished_at < %(end)s
+     WHERE finished_at >= %(raw_from)s AND finished_at < %(end)s AND {NOT_REUSED}
 ), src AS (
     SELECT {_BUCKET_COLUMNS}
       FROM queue_engine_metricbucket
@@ -171,13 +169,20 @@ WITH tail AS MATERIALIZED (
      WHERE size = 60 AND bucket >= %(minutes_from)s AND bucket < %(minutes_until)s
        AND {_BUCKET_FILTERS}
     UNION ALL
-    SELECT queue, date_bin('1 minute', finished_at, {BUCKET_ORIGIN}),
+    SELECT queue, kind, date_bin('1 minute', finished_at, {BUCKET_ORIGIN}),
            {MINUTE_FIGURES}
-      FROM (SELECT queue, finished_at, state, attempt,
+      FROM (SELECT queue, kind, finished_at, state, attempt,
                    {WAIT_AND_RUN}
               FROM tail
              WHERE {_BUCKET_FILTERS}) AS r
-     GROUP BY 1, 2
+     GROUP BY 1, 2, 3"""
+
+
+# One point per step from %(start)s to %(end)s, zero-filled, for each of %(queues)s
+# (or one series of every queue together when it is NULL), from _STITCHED. Counts and
+# sums add up exactly; percentiles of a point that spans several buckets are the
+# timed-weighted means of the buckets' percentiles.
+SERIES = f"""{_STITCHED}
 ), binned AS (
     SELECT CASE WHEN %(queues)s::varchar[] IS NOT NULL THEN queue END AS queue,
            date_bin(make_interval(secs => %(step)s), t, {BUCKET_ORIGIN}) AS slot,
@@ -202,6 +207,20 @@ SELECT q.queue, s.slot,
                             make_interval(secs => %(step)s)) AS s(slot)
   LEFT JOIN binned b ON b.slot = s.slot AND b.queue IS NOT DISTINCT FROM q.queue
  ORDER BY q.queue, s.slot
+"""
+
+
+# Per kind, over the same sources: the jobs that ended dead, the failed attempts that
+# ran again, and all that ended; the kinds with a failure, most dead first.
+KIND_FAILURES = f"""{_STITCHED}
+)
+SELECT kind, sum(failed)::bigint, sum(retried)::bigint,
+       sum(succeeded + failed + cancelled)::bigint
+  FROM src
+ GROUP BY kind
+HAVING sum(failed) > 0 OR sum(retried) > 0
+ ORDER BY 2 DESC, 3 DESC, kind
+ LIMIT %(limit)s
 """
 
 
