@@ -388,7 +388,9 @@ def test_bulk_retry_confirmation_states_the_exact_count(
     assert "Retry 5 jobs?" in page
     assert "<b>4</b> dead jobs will go back to their queue with fresh attempts" in page
     assert "<b>1</b> scheduled job will run now" in page
-    assert "<b>1</b> job will be left as it is: it is running or waiting for its flow" in page
+    assert (
+        "<b>1</b> job will be left as it is: it is running or blocked, awaiting its parents" in page
+    )
     assert not AuditEvent.objects.filter(action="retry").exists()  # nothing done yet
 
 
