@@ -42,3 +42,9 @@ LIVE_STATES: tuple[LiveState, ...] = ("available", "scheduled", "running", "bloc
 ENDED_STATES: tuple[EndedState, ...] = ("succeeded", "failed", "cancelled")
 STATES: tuple[State, ...] = LIVE_STATES + ENDED_STATES
 FLOW_STATES: tuple[FlowStateName, ...] = ("running", "succeeded", "failed", "cancelled")
+
+
+# The words the console shows for states, where they differ from the stored names: a dead
+# job, as Sidekiq says (Oban and River say discarded). A blocked job stays blocked: it waits
+# for its parents in a flow, and "waiting" means ready to run everywhere else.
+STATE_WORDS: dict[str, str] = {"failed": "dead"}

@@ -34,8 +34,8 @@ EFFECTS: dict[Action, dict[str, Wording]] = {
         "available": ("stop waiting and move to history as cancelled",) * 2,
         "scheduled": ("stop waiting and move to history as cancelled",) * 2,
         "blocked": (
-            "stop waiting for its flow and move to history as cancelled",
-            "stop waiting for their flow and move to history as cancelled",
+            "stop awaiting its parents and move to history as cancelled",
+            "stop awaiting their parents and move to history as cancelled",
         ),
         "running": (
             "be told to stop; whatever it returns is discarded",
@@ -61,8 +61,8 @@ EFFECTS: dict[Action, dict[str, Wording]] = {
 SKIPPED_BECAUSE: dict[Action, Wording] = {
     "cancel": ("it has already ended", "they have already ended"),
     "retry": (
-        "it is running or waiting for its flow",
-        "they are running or waiting for their flow",
+        "it is running or blocked, awaiting its parents",
+        "they are running or blocked, awaiting their parents",
     ),
     "remove": ("it is running (cancel it first)", "they are running (cancel them first)"),
     "redrive": ("it is not dead or cancelled", "they are not dead or cancelled"),
@@ -119,6 +119,13 @@ class Plan:
 
     @property
     def verb(self) -> str:
+        """A retry of succeeded jobs only runs them again: nothing failed to retry."""
+        if (
+            self.action == "retry"
+            and self.changes
+            and {c[1] for c in self.changes} == {"succeeded"}
+        ):
+            return "Run again"
         return VERBS[self.action]
 
     @property

@@ -30,7 +30,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from queue_engine import reads
-from queue_engine.console import job_filters, socket_access
+from queue_engine.console import job_filters, job_tabs, socket_access
 from queue_engine.console.bridge import (
     EVERYONE,
     LAYER,
@@ -367,7 +367,7 @@ class JobsConsumer(LiveConsumer):
         self.shown: dict[int, str] = {}
         self.query: QueryDict | None = None
         self.newer_sent: tuple[int, bool] = (0, False)
-        self.tabs_sent: list[job_filters.StateTab] = []
+        self.tabs_sent: list[job_tabs.StateTab] = []
         return True
 
     def live_groups(self) -> list[str]:
@@ -405,14 +405,14 @@ class JobsConsumer(LiveConsumer):
         assert self.query is not None
         filters = job_filters.JobFilters.from_query(self.query)
         try:
-            tabs = job_filters.state_tabs(filters)
+            tabs = job_tabs.state_tabs(filters)
         except reads.NarrowFilter:
             return []
         if tabs == self.tabs_sent:
             return []
         self.tabs_sent = tabs
         request = self.page_request(reverse("queue_engine:jobs"), self.query)
-        context = {"tabs": tabs, "filters": filters}
+        context = {"tabs": tabs, "tabs_left_out": job_tabs.left_out(tabs), "filters": filters}
         return [self.fragment("queue_engine/jobs.html#job-tabs", context, request)]
 
     def newer_notice(self) -> list[str]:

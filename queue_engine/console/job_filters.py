@@ -22,7 +22,6 @@ from queue_engine.reads.jobs import (
     list_jobs,
     sorted_jobs,
 )
-from queue_engine.reads.queues import queue_counts
 from queue_engine.states import STATES
 
 # The jobs list's sortable columns; each first sorts the way a reader looks first (the
@@ -39,9 +38,13 @@ RANGES = {
 }
 
 
-# The console's words for two states (see the state_label filter): a link or a user may
-# say ?state=dead for failed jobs and ?state=waiting for blocked ones.
-STATE_ALIASES = {"dead": "failed", "waiting": "blocked"}
+# The console's words for states (see the state_label filter): a link or a user may say
+# ?state=dead (or discarded) for failed jobs, completed for succeeded ones.
+STATE_ALIASES = {"dead": "failed", "discarded": "failed", "completed": "succeeded"}
+
+
+# The error class filter's value for jobs with no error recorded (whose class is "").
+NO_ERROR_CLASS = "(none)"
 
 
 @dataclass
@@ -55,6 +58,9 @@ class JobFilters:
     range: str = ""
     payload: str = ""
     meta: str = ""
+    error_class: str = ""  # the last error's class; NO_ERROR_CLASS: no error recorded
+    message: str = ""  # inside the last error's message
+    worker: str = ""  # the worker that ran the job last, or its host
     sort: str = ""  # "" (newest first, by id) or a SORTS key, "-" in front for descending
     page: int = 1  # of a sorted list
     errors: list[str] = field(default_factory=list)
@@ -73,6 +79,9 @@ class JobFilters:
             range=span if span in RANGES else "",
             payload=params.get("payload", "").strip(),
             meta=params.get("meta", "").strip(),
+            error_class=params.get("error_class", "").strip(),
+            message=params.get("message", "").strip(),
+            worker=params.get("worker", "").strip(),
             sort=sort if sort.removeprefix("-") in SORTS else "",
             page=min(max(int_param(params, "page") or 1, 1), SORT_WINDOW // PAGE_SIZE),
         )
@@ -86,22 +95,22 @@ class JobFilters:
         return not self.sort or self.sort.startswith("-")
 
     @property
-    def counted(self) -> bool:
-        """Whether the state tabs can show counts: they come from each queue's counts,
-        which know queues and states, not kinds, names, times or payloads."""
-        return not (self.kind or self.q or self.range or self.payload or self.meta)
+    def active(self) -> bool:
+        return bool(self.queue or self.state or self.kind or self.unindexed)
 
     @property
-    def active(self) -> bool:
-        return bool(
-            self.queue
-            or self.state
-            or self.kind
-            or self.q
-            or self.range
-            or self.payload
-            or self.meta
+    def unindexed(self) -> list[str]:
+        """The filters set that no count index knows, as the page names them."""
+        named = (
+            (self.q, "search"),
+            (self.range, "time"),
+            (self.payload, "payload"),
+            (self.meta, "meta"),
+            (self.error_class, "error class"),
+            (self.message, "error message"),
+            (self.worker, "worker"),
         )
+        return [name for value, name in named if value]
 
     @property
     def job_id(self) -> int | None:
@@ -123,7 +132,15 @@ class JobFilters:
             since=self.since(),
             payload=payload,
             meta=meta,
+            error_class=self.last_error_class(),
+            message=self.message or None,
+            worker=self.worker or None,
         )
+
+    def last_error_class(self) -> str | None:
+        if self.error_class == NO_ERROR_CLASS:
+            return ""
+        return self.error_class or None
 
     def containment(self, name: str, text: str) -> dict[str, Any] | None:
         """The filter, or None and why in `errors` when it is refused."""
@@ -132,7 +149,9 @@ class JobFilters:
         try:
             return containment_filter(name, text)
         except FilterError as exc:
-            self.errors.append(f"{exc} It was left out.")
+            said = f"{exc} It was left out."
+            if said not in self.errors:  # the list and its counts both ask
+                self.errors.append(said)
             return None
 
 
@@ -202,27 +221,6 @@ def sort_links(filters: JobFilters) -> dict[str, str]:
         descending = not filters.descending if name == filters.sort_key else first_descending
         links[name] = ("-" if descending else "") + name
     return links
-
-
-@dataclass(frozen=True)
-class StateTab:
-    state: str  # "" for every state
-    count: int | None  # None: the filters hold more than the counts know (see `counted`)
-    exact: bool  # False: an estimate (a large live table, or a history above the cap)
-
-
-def state_tabs(filters: JobFilters) -> list[StateTab]:
-    """The jobs list's tabs, "All" first, with each state's count for the queue filter (or
-    every queue): exact below the caps, estimated above them, as the overview counts."""
-    if not filters.counted:
-        return [StateTab(state, None, True) for state in ("", *STATES)]
-    queues = queue_counts(filters.queue or None)
-    tabs = []
-    for state in STATES:
-        counts = [q.states[state] for q in queues]
-        tabs.append(StateTab(state, sum(c.count for c in counts), all(c.exact for c in counts)))
-    every = StateTab("", sum(t.count or 0 for t in tabs), all(t.exact for t in tabs))
-    return [every, *tabs]
 
 
 NEWER_CAP = 99

@@ -15,18 +15,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Max, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from queue_engine import job, reads, states
+from queue_engine import job, reads, sql, states
 from queue_engine.conf import option
 from queue_engine.console import actions, job_filters
 from queue_engine.models import Job, JobRecord
 
 BATCH = 1000
 SYNC_LIMIT = 1000
-FILTER_FIELDS = ("queue", "state", "kind", "q", "payload", "meta", "since")
+FILTER_FIELDS = (
+    "queue", "state", "kind", "q", "payload", "meta", "error_class", "message", "worker", "since",
+)  # fmt: skip
 
 
 @dataclass
@@ -61,6 +64,9 @@ def filter_params(filters: job_filters.JobFilters) -> dict[str, str]:
         "q": filters.q,
         "payload": filters.payload,
         "meta": filters.meta,
+        "error_class": filters.error_class,
+        "message": filters.message,
+        "worker": filters.worker,
         "since": since.isoformat() if since else "",
     }
 
@@ -81,9 +87,30 @@ def _matching(
         if params.get(field_name):
             value = job_filters.containment_filter(field_name, params[field_name])
             qs = qs.filter(**{f"{field_name}__contains": value})
+    qs = _error_and_worker(qs, model, params)
     since = parse_since(params.get("since", ""))
     if since is not None:
         qs = qs.filter(**{"finished_at__gte" if model is JobRecord else "created_at__gte": since})
+    return qs
+
+
+def _error_and_worker(
+    qs: QuerySet[Any], model: type[Job] | type[JobRecord], params: dict[str, str]
+) -> QuerySet[Any]:
+    """The last error's class and message, and the worker, as the jobs list reads them."""
+    if params.get("error_class"):
+        wanted = params["error_class"]
+        qs = qs.annotate(last_class=RawSQL(sql.LAST_ERROR_CLASS, [])).filter(
+            last_class="" if wanted == job_filters.NO_ERROR_CLASS else wanted
+        )
+    if params.get("message"):
+        qs = qs.annotate(last_message=RawSQL("errors->-1->>'message'", [])).filter(
+            last_message__icontains=params["message"]
+        )
+    if params.get("worker"):
+        column = "worker" if model is JobRecord else "lease_owner"
+        worker = params["worker"]
+        qs = qs.filter(Q(**{column: worker}) | Q(**{f"{column}__startswith": f"{worker}:"}))
     return qs
 
 

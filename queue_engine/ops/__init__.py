@@ -7,6 +7,7 @@ it, and refuses what it cannot do with a message that says why.
 from queue_engine.ops.changes import actor_name, audit
 from queue_engine.ops.flows import cancel_flow, requeue_flow, rerun_flow
 from queue_engine.ops.jobs import (
+    DeadGroupKey,
     cancel_job,
     cancel_jobs,
     redrive_job,
@@ -21,6 +22,7 @@ from queue_engine.ops.kinds import pause_kind, paused_kinds, resume_kind
 from queue_engine.ops.rerun import plan_rerun_from, rerun_flow_from
 
 __all__ = [
+    "DeadGroupKey",
     "actor_name",
     "audit",
     "cancel_flow",

@@ -7,6 +7,7 @@ it, and refuses what it cannot do with a message that says why.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
@@ -149,9 +150,10 @@ def remove_job(job_id: int, *, actor: Any = None) -> None:
             raise OpsError(f"Cannot remove: job {job_id} does not exist.")
 
 
-def remove_jobs(ids: list[int], *, actor: Any = None) -> int:
+def remove_jobs(ids: list[int], *, actor: Any = None, group: DeadGroupKey | None = None) -> int:
     """Delete these jobs (and the flow nodes downstream of them) for good, running ones
-    excepted; the flows they belonged to are refreshed, as a cancel does."""
+    excepted; the flows they belonged to are refreshed, as a cancel does. With `group`,
+    audited as a batch of that dead-letter group's removal."""
     with transaction.atomic(), connection.cursor() as cursor:
         # A running node is left, and so is what depends on it (unless another node
         # removed here leads there too): it may still succeed and release them.
@@ -171,7 +173,10 @@ def remove_jobs(ids: list[int], *, actor: Any = None) -> int:
         if removed:
             notify_changes([], removed)
             refresh_flows(flows)
-            audit(actor, "remove", "job", _target([(i,) for i in removed]), len(removed))
+            if group is None:
+                audit(actor, "remove", "job", _target([(i,) for i in removed]), len(removed))
+            else:
+                audit_group(actor, "remove_group", group, removed)
     return len(removed)
 
 
@@ -192,9 +197,11 @@ def redrive_jobs(
     states: tuple[str, ...] = ("failed", "cancelled"),
     action: str = "redrive",
     queue: str | None = None,
+    group: DeadGroupKey | None = None,
     clear_steps: bool = False,
 ) -> int:
-    """Redrive these ended jobs; with `queue`, audited as a batch of that queue's redrive.
+    """Redrive these ended jobs; with `queue`, audited as a batch of that queue's redrive,
+    with `group` as a batch of that dead-letter group's.
 
     The jobs keep the steps they recorded (`ctx.step`), so their next attempt resumes after
     the last finished step; `clear_steps` forgets them, and every step runs again.
@@ -217,7 +224,9 @@ def redrive_jobs(
             extra = {"clear_steps": True} if clear_steps else {}
             notify_changes([q for _, q in rows], [r[0] for r in rows])
             refresh_flows_of(cursor, [r[0] for r in rows])
-            if queue is None:
+            if group is not None:
+                audit_group(actor, "redrive_group", group, [r[0] for r in rows], **extra)
+            elif queue is None:
                 audit(actor, action, "job", _target(rows), len(rows), **extra)
             else:
                 audit(
@@ -249,6 +258,36 @@ def redrive_queue(
             return total
         after = ids[-1]
         total += redrive_jobs(ids, actor=actor, queue=queue, clear_steps=clear_steps)
+
+
+@dataclass(frozen=True)
+class DeadGroupKey:
+    """A dead-letter group: its dead jobs of one queue and kind whose last error has this
+    class ("" for none)."""
+
+    queue: str
+    kind: str
+    error_class: str
+
+    def __str__(self) -> str:
+        return f"{self.queue} · {self.kind} · {self.error_class or 'no error recorded'}"
+
+
+def audit_group(actor: Any, action: str, group: DeadGroupKey, ids: list[int], **extra: Any) -> None:
+    """One batch of a group action, named by its group and its count, not by its first job."""
+    audit(
+        actor,
+        action,
+        "dead group",
+        str(group),
+        len(ids),
+        queue=group.queue,
+        kind=group.kind,
+        error_class=group.error_class,
+        first=min(ids),
+        last=max(ids),
+        **extra,
+    )
 
 
 def _target(rows: list[tuple[Any, ...]]) -> str:

@@ -12,6 +12,7 @@ the few rows it has not seen yet, and lists page by id under CONSOLE_STATEMENT_T
     failures   recent failures, dead-letter groups   activity  workers, the audit log
     timeline   a flow's nodes over time, its critical path
     kinds      every job kind: its jobs by state, its last hour, paused or not
+    job_counts the jobs list's counts by state under its other filters
     timeout    the statement timeout they run under
     health     what holds vacuum back from the live table, and its dead rows
 """
@@ -22,6 +23,7 @@ from queue_engine.reads.activity import *  # noqa: F403
 from queue_engine.reads.failures import *  # noqa: F403
 from queue_engine.reads.flows import *  # noqa: F403
 from queue_engine.reads.health import *  # noqa: F403
+from queue_engine.reads.job_counts import *  # noqa: F403
 from queue_engine.reads.jobs import *  # noqa: F403
 from queue_engine.reads.kinds import *  # noqa: F403
 from queue_engine.reads.queues import *  # noqa: F403

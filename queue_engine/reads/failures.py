@@ -1,4 +1,5 @@
-"""Failures: recent ones grouped by error, and the dead letter grouped by queue and error."""
+"""Failures: recent ones grouped by error, and the dead letter grouped by queue, kind and
+error."""
 
 from __future__ import annotations
 
@@ -61,12 +62,12 @@ def recent_failures(scan: int = 500, limit: int = 8) -> list[FailureGroup]:
 @dataclass
 class DeadGroup:
     queue: str
+    kind: str
     error_class: str
     count: int
     last_id: int
     last_at: datetime | None
     last_message: str
-    last_kind: str
 
 
 DEAD_SCAN = 5000
@@ -81,21 +82,22 @@ def dead_groups(scan: int = DEAD_SCAN) -> tuple[list[DeadGroup], bool]:
     return groups, total > scan
 
 
-def dead_group_queryset(queue: str, error_class: str, upto: int) -> QuerySet[JobRecord]:
+def dead_group_queryset(queue: str, kind: str, error_class: str, upto: int) -> QuerySet[JobRecord]:
+    """A dead-letter group's jobs up to id `upto` (through the qe_rec_dead_error index)."""
     return (
-        JobRecord.objects.filter(queue=queue, state="failed", id__lte=upto)
+        JobRecord.objects.filter(queue=queue, kind=kind, state="failed", id__lte=upto)
         .annotate(error_class=RawSQL(sql.LAST_ERROR_CLASS, []))
         .filter(error_class=error_class)
     )
 
 
 def dead_group_batches(
-    queue: str, error_class: str, upto: int, batch_size: int = 1000
+    queue: str, kind: str, error_class: str, upto: int, batch_size: int = 1000
 ) -> Iterator[list[int]]:
     after = 0
     while True:
         ids = list(
-            dead_group_queryset(queue, error_class, upto)
+            dead_group_queryset(queue, kind, error_class, upto)
             .filter(id__gt=after)
             .order_by("id")
             .values_list("id", flat=True)[:batch_size]

@@ -24,7 +24,7 @@ from queue_engine.states import ENDED_STATES, LIVE_STATES, State
 PAGE_SIZE = 50
 
 
-SCAN_IDS = 20_000  # ids a page with a text, payload or meta filter searches at most
+SCAN_IDS = 20_000  # ids a page searches at most when no index serves its filters
 
 
 MAX_PAGE_SIZE = 500
@@ -59,6 +59,9 @@ class JobFilter:
     `text` matches inside the display name (case-insensitive). `since`/`until`
     bound the enqueue time of live jobs and the end time of ended ones.
     `payload`/`meta` match jobs whose payload/meta contain this JSON object.
+    `error_class` is the class of the job's last error ("" for a job with no error),
+    `message` matches inside its last error's message (case-insensitive), `worker` is
+    the worker that ran it last (its id, or its host: "web-1" matches "web-1:4242").
     """
 
     queue: str | None = None
@@ -69,6 +72,23 @@ class JobFilter:
     until: datetime | None = None
     payload: Mapping[str, Any] | None = None
     meta: Mapping[str, Any] | None = None
+    error_class: str | None = None
+    message: str | None = None
+    worker: str | None = None
+
+    @property
+    def scanned(self) -> bool:
+        """Whether a page searches a bounded range of ids (see JobPage.partial): no index
+        serves these filters, except the dead letter's for an error class in one queue."""
+        indexed_error = self.state == "failed" and self.queue is not None
+        return bool(
+            self.text
+            or self.payload
+            or self.meta
+            or self.message
+            or self.worker
+            or (self.error_class is not None and not indexed_error)
+        )
 
     def params(self) -> dict[str, Any]:
         return {
@@ -80,6 +100,10 @@ class JobFilter:
             "until": self.until,
             "payload": json.dumps(self.payload) if self.payload else None,
             "meta": json.dumps(self.meta) if self.meta else None,
+            "error_class": self.error_class,
+            "message": like_pattern(self.message) if self.message else None,
+            "worker": self.worker or None,
+            "worker_host": like_pattern(self.worker + ":", inside=False) if self.worker else None,
         }
 
 
@@ -88,7 +112,7 @@ class JobPage:
     """One page of the job list, newest first, with the cursors to move on.
 
     `partial` is True when the page may hold fewer jobs than asked only because
-    it searched a bounded range of ids (filters on text, payload or meta have no
+    it searched a bounded range of ids (JobFilter.scanned: those filters have no
     index); following `older` (or `newer`) keeps searching from where it stopped.
     """
 
@@ -108,8 +132,8 @@ def list_jobs(
     """One page of jobs, live and ended together, newest (highest id) first.
 
     Keyset pagination: `before=id` gives the page of older jobs, `after=id` the
-    page of newer ones. With a text, payload or meta filter a page searches at
-    most SCAN_IDS ids (see JobPage.partial), so it answers fast whatever the
+    page of newer ones. With a filter no index serves (JobFilter.scanned) a page
+    searches at most SCAN_IDS ids (see JobPage.partial), so it answers fast whatever the
     history holds. Raises NarrowFilter past CONSOLE_STATEMENT_TIMEOUT.
     """
     if before is not None and after is not None:
@@ -218,7 +242,14 @@ def check_filter(where: JobFilter) -> None:
                 f"{name} must be a datetime with a time zone, not {moment!r}; "
                 "for example datetime(2026, 1, 1, tzinfo=UTC)."
             )
-    for name, text in (("queue", where.queue), ("kind", where.kind), ("text", where.text)):
+    for name, text in (
+        ("queue", where.queue),
+        ("kind", where.kind),
+        ("text", where.text),
+        ("error class", where.error_class),
+        ("error message", where.message),
+        ("worker", where.worker),
+    ):
         if text is not None and (not isinstance(text, str) or text_problem(text) is not None):
             raise FilterError(f"The {name} filter must be text Postgres can store, not {text!r}.")
 
@@ -247,7 +278,7 @@ def _union(
             history = (sql.HISTORY_OLDER_IN_TIME_RANGE, sql.HISTORY_NEWER_IN_TIME_RANGE)
     tables = [(sql.LIVE_OLDER, sql.LIVE_NEWER, LIVE_STATES), (*history, ENDED_STATES)]
     floor = ceiling = newest = None
-    if where.text or where.payload or where.meta:
+    if where.scanned:
         cursor.execute(sql.MAX_JOB_ID)
         newest = int(cursor.fetchone()[0])
         if after is None:
@@ -270,9 +301,10 @@ def _union(
     return _Union("\nUNION ALL\n".join(parts), params, floor, ceiling, newest)
 
 
-def like_pattern(text: str) -> str:
+def like_pattern(text: str, inside: bool = True) -> str:
+    """A LIKE pattern matching `text` inside a value, or (not `inside`) at its start."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+    return f"%{escaped}%" if inside else f"{escaped}%"
 
 
 LOG_TAIL = 500

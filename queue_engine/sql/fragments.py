@@ -113,13 +113,17 @@ def back_to_live(rows: str, counter: str) -> str:
     """The columns dedup_key to meta of ended jobs going back to the live table (a
     redrive, a flow's requeue), read from `rows`, which numbers each (kind, dedup key)
     in `nth`: the dedup key only if no live job (nor an earlier row) holds it, and the
-    meta without an operator's stop request, with `counter` counted up."""
+    meta without an operator's stop request, with `counter` counted up and, in
+    `run_starts`, how many errors the job holds as its new run begins: the job page
+    numbers runs by it, since each run counts its attempts from 1 again."""
     return f"""CASE WHEN dedup_key IS NULL OR nth > 1 OR EXISTS (
                 SELECT 1 FROM queue_engine_job l WHERE l.kind = {rows}.kind
                    AND l.dedup_key = {rows}.dedup_key) THEN NULL ELSE dedup_key END,
        group_key, labels, flow_id, node_key,
        (meta - 'cancel_requested')
-           || jsonb_build_object('{counter}', COALESCE((meta->>'{counter}')::int, 0) + 1)"""
+           || jsonb_build_object('{counter}', COALESCE((meta->>'{counter}')::int, 0) + 1,
+                                 'run_starts', COALESCE(meta->'run_starts', '[]'::jsonb)
+                                     || to_jsonb(jsonb_array_length(errors)))"""
 
 
 # The database clock: every time the engine compares comes from it, not from a host's.

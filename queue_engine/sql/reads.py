@@ -231,12 +231,22 @@ SELECT GREATEST((SELECT max(id) FROM queue_engine_job),
 """
 
 
-_LIST_FILTERS = """(%(queue)s::varchar IS NULL OR queue = %(queue)s)
+# The jobs list's filters over either table; `{worker}` is the column naming the worker
+# that ran the job last (lease_owner live, worker in the history). The error filters read
+# the last error only: a job's last failure is what it is listed and grouped by.
+_FILTERS = """(%(queue)s::varchar IS NULL OR queue = %(queue)s)
    AND (%(state)s::varchar IS NULL OR state = %(state)s)
    AND (%(kind)s::varchar IS NULL OR kind = %(kind)s)
    AND (%(text)s::text IS NULL OR COALESCE(NULLIF(name, ''), kind) ILIKE %(text)s)
    AND (%(payload)s::jsonb IS NULL OR payload @> %(payload)s::jsonb)
-   AND (%(meta)s::jsonb IS NULL OR meta @> %(meta)s::jsonb)"""
+   AND (%(meta)s::jsonb IS NULL OR meta @> %(meta)s::jsonb)
+   AND (%(error_class)s::text IS NULL
+        OR COALESCE(errors->-1->>'class', '') = %(error_class)s)
+   AND (%(message)s::text IS NULL OR errors->-1->>'message' ILIKE %(message)s)
+   AND (%(worker)s::text IS NULL OR {worker} = %(worker)s OR {worker} LIKE %(worker_host)s)"""
+
+_LIVE_FILTERS = _FILTERS.format(worker="lease_owner")
+_HISTORY_FILTERS = _FILTERS.format(worker="worker")
 
 
 _LIVE_COLUMNS = """id, queue, kind, name, state, priority, attempt, max_attempts, run_at,
@@ -252,7 +262,7 @@ _HISTORY_COLUMNS = """id, queue, kind, name, state, priority, attempt, max_attem
 # Live jobs (time range on created_at), one page older than %(before)s, newest first.
 LIVE_OLDER = f"""
 SELECT {_LIVE_COLUMNS} FROM queue_engine_job
- WHERE {_LIST_FILTERS}
+ WHERE {_LIVE_FILTERS}
    AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
    AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
    AND (%(before)s::bigint IS NULL OR id < %(before)s)
@@ -264,7 +274,7 @@ SELECT {_LIVE_COLUMNS} FROM queue_engine_job
 # Live jobs, one page newer than %(after)s, oldest first (the caller reverses it).
 LIVE_NEWER = f"""
 SELECT {_LIVE_COLUMNS} FROM queue_engine_job
- WHERE {_LIST_FILTERS}
+ WHERE {_LIVE_FILTERS}
    AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
    AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
    AND id > %(after)s
@@ -276,7 +286,7 @@ SELECT {_LIVE_COLUMNS} FROM queue_engine_job
 # Ended jobs (time range on finished_at), one page older than %(before)s.
 HISTORY_OLDER = f"""
 SELECT {_HISTORY_COLUMNS} FROM queue_engine_jobrecord
- WHERE {_LIST_FILTERS}
+ WHERE {_HISTORY_FILTERS}
    AND (%(since)s::timestamptz IS NULL OR finished_at >= %(since)s)
    AND (%(until)s::timestamptz IS NULL OR finished_at < %(until)s)
    AND (%(before)s::bigint IS NULL OR id < %(before)s)
@@ -289,7 +299,7 @@ SELECT {_HISTORY_COLUMNS} FROM queue_engine_jobrecord
 # first).
 HISTORY_NEWER = f"""
 SELECT {_HISTORY_COLUMNS} FROM queue_engine_jobrecord
- WHERE {_LIST_FILTERS}
+ WHERE {_HISTORY_FILTERS}
    AND (%(since)s::timestamptz IS NULL OR finished_at >= %(since)s)
    AND (%(until)s::timestamptz IS NULL OR finished_at < %(until)s)
    AND id > %(after)s
@@ -305,7 +315,7 @@ _IN_TIME_RANGE = f"""
 WITH in_range AS MATERIALIZED (
     SELECT {_HISTORY_COLUMNS} FROM queue_engine_jobrecord
      WHERE finished_at >= %(since)s AND finished_at < %(until)s
-       AND {_LIST_FILTERS}
+       AND {_HISTORY_FILTERS}
 )
 SELECT * FROM in_range
  WHERE true"""
@@ -325,6 +335,27 @@ HISTORY_NEWER_IN_TIME_RANGE = f"""{_IN_TIME_RANGE}
    AND id > %(after)s
    AND (%(ceiling)s::bigint IS NULL OR id < %(ceiling)s)
  ORDER BY id LIMIT %(limit)s
+"""
+
+
+# The jobs list's live jobs by state under its filters (%(state)s NULL), over the first
+# %(scan)s + 1 rows of the live table only; the last column counts the rows read, to tell
+# whether that was the whole table.
+FILTERED_LIVE_COUNTS = f"""
+SELECT state, count(*) FILTER (WHERE {_LIVE_FILTERS}
+           AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)),
+       count(*)
+  FROM (SELECT * FROM queue_engine_job LIMIT %(scan)s + 1) AS probe
+ GROUP BY state
+"""
+
+
+# One ended state's jobs under the list's filters, counted up to %(cap)s + 1 (through the
+# history's queue, kind and dead-letter error indexes, within the state's partitions).
+FILTERED_HISTORY_COUNT = f"""
+SELECT count(*) FROM (
+    SELECT 1 FROM queue_engine_jobrecord WHERE {_HISTORY_FILTERS} LIMIT %(cap)s + 1
+) AS found
 """
 
 
@@ -436,15 +467,14 @@ SELECT id, name, state, rerun_of, created_at, finished_at, removed_nodes
 """
 
 
-# Dead jobs grouped by queue and error class, over the newest %(scan)s only.
+# Dead jobs grouped by queue, kind and last error class, over the newest %(scan)s only.
 DEAD_GROUPS = """
-SELECT queue, COALESCE(errors->-1->>'class', '') AS error_class, count(*) AS n,
+SELECT queue, kind, COALESCE(errors->-1->>'class', '') AS error_class, count(*) AS n,
        max(id) AS last_id, max(finished_at) AS last_at,
-       (array_agg(left(errors->-1->>'message', 300) ORDER BY id DESC))[1] AS last_message,
-       (array_agg(kind ORDER BY id DESC))[1] AS last_kind
+       (array_agg(left(errors->-1->>'message', 300) ORDER BY id DESC))[1] AS last_message
   FROM (SELECT id, queue, kind, errors, finished_at FROM queue_engine_jobrecord
          WHERE state = 'failed' ORDER BY id DESC LIMIT %(scan)s) AS r
- GROUP BY 1, 2
+ GROUP BY 1, 2, 3
  ORDER BY max(id) DESC
 """
 

@@ -15,6 +15,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from queue_engine.masking import mask
+from queue_engine.states import STATE_WORDS
 
 if TYPE_CHECKING:
     from queue_engine.models import JobLog
@@ -184,13 +185,10 @@ def minus(end: datetime | None, start: datetime | None) -> timedelta | None:
     return end - start
 
 
-STATE_LABELS = {"failed": "dead", "blocked": "waiting"}
-
-
 @register.filter
 def state_label(state: str) -> str:
-    """How the console names a state: a failed job is dead, a blocked flow node waiting."""
-    return STATE_LABELS.get(state, state)
+    """How the console names a state (states.STATE_WORDS): a failed job is dead."""
+    return STATE_WORDS.get(state, state)
 
 
 @register.filter

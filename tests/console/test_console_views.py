@@ -388,7 +388,9 @@ def test_bulk_retry_confirmation_states_the_exact_count(
     assert "Retry 5 jobs?" in page
     assert "<b>4</b> dead jobs will go back to their queue with fresh attempts" in page
     assert "<b>1</b> scheduled job will run now" in page
-    assert "<b>1</b> job will be left as it is: it is running or waiting for its flow" in page
+    assert (
+        "<b>1</b> job will be left as it is: it is running or blocked, awaiting its parents" in page
+    )
     assert not AuditEvent.objects.filter(action="retry").exists()  # nothing done yet
 
 
@@ -504,6 +506,7 @@ ACTIONS = [
         lambda d: {
             "action": "redrive",
             "queue": "billing",
+            "kind": "demo.charge_card",
             "error_class": "demo.CardDeclined",
             "upto": d.dead[-1].id,
             "confirm": "yes",
@@ -514,6 +517,7 @@ ACTIONS = [
         lambda d: {
             "action": "remove",
             "queue": "billing",
+            "kind": "demo.charge_card",
             "error_class": "demo.CardDeclined",
             "upto": d.dead[-1].id,
             "confirm": "yes",
@@ -598,6 +602,7 @@ def test_dead_group_confirmation_counts_the_group(operator: Client, data: Consol
             {
                 "action": "redrive",
                 "queue": "billing",
+                "kind": "demo.charge_card",
                 "error_class": "demo.CardDeclined",
                 "upto": data.dead[-1].id,
             },
@@ -613,6 +618,7 @@ def test_dead_group_redrive_moves_only_that_group(operator: Client, data: Consol
         {
             "action": "redrive",
             "queue": "billing",
+            "kind": "demo.charge_card",
             "error_class": "demo.CardDeclined",
             "upto": data.dead[-1].id,
             "confirm": "yes",
@@ -926,11 +932,13 @@ def test_the_state_filter_says_dead_as_the_badges_do_and_takes_either_word(
     page = text_of(viewer.get("/jobs/"))
     by_word = text_of(viewer.get("/jobs/?state=dead"))
     by_value = text_of(viewer.get("/jobs/?state=failed"))
+    by_oban_word = text_of(viewer.get("/jobs/?state=discarded"))
 
     tabs = page.split('id="job-tabs"')[1].split("</nav>")[0]
-    current = by_word.split('aria-current="page">')[-1].split("<span")[0]
-    assert "Dead" in tabs and "Waiting" in tabs
-    assert "Failed" not in tabs and "Blocked" not in tabs
+    current = by_word.split('aria-current="page"')[-1].split(">")[1].split("<span")[0]
+    assert "Dead" in tabs and "Blocked" in tabs
+    assert "Failed" not in tabs and "Waiting" not in tabs
     assert current.strip() == "Dead"
+    assert by_oban_word.count('id="job-row-') == by_value.count('id="job-row-')
     assert f'id="job-row-{data.dead[0].id}"' in by_word
     assert by_word.count('id="job-row-') == by_value.count('id="job-row-') > 0

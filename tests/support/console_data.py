@@ -71,7 +71,7 @@ def record(
         run_at=started - timedelta(seconds=1),
         started_at=started,
         finished_at=finished,
-        worker="web-1:4242",
+        worker=extra.pop("worker", "web-1:4242"),
         **extra,
     )
 

@@ -6,6 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from queue_engine import reads
+from queue_engine.console import job_filters
 from queue_engine.console.access import viewer_required
 from queue_engine.console.views.params import int_param
 
@@ -22,6 +23,7 @@ def audit_context(request: HttpRequest) -> dict[str, Any]:
         "before": before,
         "actor": actor,
         "action": action,
+        "no_error_class": job_filters.NO_ERROR_CLASS,
     }
 
 

@@ -1,4 +1,4 @@
-"""The dead letter, grouped by queue and error class; redrive or remove a whole group."""
+"""The dead letter, grouped by queue, kind and error class; redrive or remove a whole group."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from queue_engine import ops, reads
-from queue_engine.console import actions
+from queue_engine.console import actions, job_filters
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.views.params import int_param
 
@@ -29,6 +29,7 @@ def dead_context(request: HttpRequest) -> dict[str, Any]:
         "scan": reads.DEAD_SCAN,
         "upto": max((g.last_id for g in groups), default=0),
         "group_buttons": [("redrive", "Redrive…"), ("remove", "Remove…")],
+        "no_error_class": job_filters.NO_ERROR_CLASS,
     }
 
 
@@ -41,17 +42,22 @@ def dead(request: HttpRequest) -> HttpResponse:
 def dead_group_action(request: HttpRequest) -> HttpResponse:
     back = reverse("queue_engine:dead")
     action = request.POST.get("action", "")
-    queue = request.POST.get("queue", "")
-    error_class = request.POST.get("error_class", "")
+    group = ops.DeadGroupKey(
+        request.POST.get("queue", ""),
+        request.POST.get("kind", ""),
+        request.POST.get("error_class", ""),
+    )
     upto = int_param(request.POST, "upto")
-    if action not in GROUP_ACTIONS or not queue or upto is None:
+    if action not in GROUP_ACTIONS or not group.queue or not group.kind or upto is None:
         messages.error(request, "That group action was incomplete: use the buttons on this page.")
         return redirect(back)
     verb, effect, done_word = GROUP_ACTIONS[action]
     if request.POST.get("confirm") != "yes":
         try:
             with reads.time_limited():
-                count = reads.dead_group_queryset(queue, error_class, upto).count()
+                count = reads.dead_group_queryset(
+                    group.queue, group.kind, group.error_class, upto
+                ).count()
         except reads.NarrowFilter as exc:
             messages.error(request, str(exc))
             return redirect(back)
@@ -63,8 +69,7 @@ def dead_group_action(request: HttpRequest) -> HttpResponse:
                 "verb": verb,
                 "effect": actions.said(count, effect),
                 "count": count,
-                "queue": queue,
-                "error_class": error_class,
+                "group": group,
                 "upto": upto,
                 "action": action,
                 "back": back,
@@ -72,10 +77,8 @@ def dead_group_action(request: HttpRequest) -> HttpResponse:
         )
     done = 0
     run = ops.redrive_jobs if action == "redrive" else ops.remove_jobs
-    for ids in reads.dead_group_batches(queue, error_class, upto):
-        done += run(ids, actor=request.user)
+    for ids in reads.dead_group_batches(group.queue, group.kind, group.error_class, upto):
+        done += run(ids, actor=request.user, group=group)
     noun = "job" if done == 1 else "jobs"
-    messages.success(
-        request, f"{done} dead {noun} of {queue} ({error_class or 'no error'}) {done_word}."
-    )
+    messages.success(request, f"{done} dead {noun} of {group} {done_word}.")
     return redirect(back)

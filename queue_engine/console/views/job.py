@@ -18,12 +18,45 @@ from queue_engine.models import Job, JobLog, JobRecord
 DETAIL_ORDER: tuple[actions.Action, ...] = ("retry", "redrive", "cancel", "remove")
 
 
-def available_actions(state: str) -> list[actions.Action]:
-    """The actions that apply to a job in this state; a dead job offers redrive, not retry too."""
+def available_actions(job: Job | JobRecord) -> list[tuple[actions.Action, str]]:
+    """The actions that apply to this job, with their buttons' words: a dead job offers
+    redrive, not retry too; a succeeded one "Run again", unless it succeeded as a flow
+    node, which runs again only with its flow."""
+    state = job.state
     found = [a for a in DETAIL_ORDER if state in actions.EFFECTS[a]]
     if "redrive" in found:
         found.remove("retry")
-    return found
+    if state == "succeeded" and job.flow_id is not None:
+        found.remove("retry")
+    again = state == "succeeded"
+    return [(a, "Run again" if again and a == "retry" else a.capitalize()) for a in found]
+
+
+def run_starts(job: Job | JobRecord) -> list[int]:
+    """How many errors the job held as each of its later runs began (a redrive, a flow's
+    requeue, a run again), as the move back to the live table records them."""
+    starts = (job.meta or {}).get("run_starts")
+    return [s for s in starts if isinstance(s, int)] if isinstance(starts, list) else []
+
+
+def run_cause(job: Job | JobRecord) -> str:
+    """What began the job's later runs: a redrive (or a retry of an ended job), a requeue
+    of its flow, or both; the counters say which, not which run each began."""
+    meta = job.meta or {}
+    if "requeued" not in meta:
+        return "a redrive"
+    return "a requeue of its flow" if "redriven" not in meta else "a redrive or a requeue"
+
+
+def numbered_errors(job: Job | JobRecord) -> list[dict[str, Any]]:
+    """The job's errors, newest first, each with the run it happened in (from 1)."""
+    starts = run_starts(job)
+    errors = [
+        {**error, "run": 1 + sum(1 for start in starts if start <= index)}
+        for index, error in enumerate(job.errors or [])
+        if isinstance(error, dict)
+    ]
+    return list(reversed(errors))
 
 
 def timings(job: Job | JobRecord) -> dict[str, timedelta | None]:
@@ -44,10 +77,11 @@ def state_context(job: Job | JobRecord) -> dict[str, Any]:
         "job": job,
         "ended": isinstance(job, JobRecord),
         "timings": timings(job),
+        "run": len(run_starts(job)) + 1,
         # A running job asked to stop already has nothing left to offer: it is ending.
         "job_actions": []
         if job.state == "running" and "cancel_requested" in (job.meta or {})
-        else available_actions(job.state),
+        else available_actions(job),
     }
 
 
@@ -78,7 +112,9 @@ def outcome_context(job: Job | JobRecord) -> dict[str, Any]:
     return {
         "job": job,
         "ended": isinstance(job, JobRecord),
-        "errors": list(reversed(job.errors or [])),
+        "errors": numbered_errors(job),
+        "runs": len(run_starts(job)) + 1,
+        "run_cause": run_cause(job),
         "has_result": isinstance(job, JobRecord) and job.result is not None,
     }
 

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from queue_engine import reads
-from queue_engine.console import actions, job_filters, matching
+from queue_engine.console import actions, job_filters, job_tabs, matching
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.views.params import htmx_target, int_param, safe_next
 from queue_engine.models import QueueConfig
@@ -34,7 +34,7 @@ def jobs(request: HttpRequest) -> HttpResponse:
             ordered = job_filters.sorted_page(filters)
         else:
             page = job_filters.job_page(filters, before=before, after=after)
-        tabs = job_filters.state_tabs(filters)
+        tabs = job_tabs.state_tabs(filters)
     except reads.NarrowFilter as exc:
         error, tabs = str(exc), []
     context = {
@@ -44,7 +44,10 @@ def jobs(request: HttpRequest) -> HttpResponse:
         "ordered": ordered,
         "rows": ordered.jobs if ordered else page.jobs,
         "sort_window": reads.SORT_WINDOW,
+        "scan_ids": f"{reads.SCAN_IDS:,}",
         "tabs": tabs,
+        "tabs_left_out": job_tabs.left_out(tabs),
+        "no_error_class": job_filters.NO_ERROR_CLASS,
         "sort": filters.sort_key,
         "descending": filters.descending,
         "sorts": job_filters.sort_links(filters),
@@ -140,6 +143,9 @@ def describe(params: dict[str, str]) -> list[tuple[str, str]]:
         "q": "name contains",
         "payload": "payload contains",
         "meta": "meta contains",
+        "error_class": "last error class",
+        "message": "last error message contains",
+        "worker": "worker",
         "since": "since",
     }
     return [(labels[k], v) for k, v in params.items() if v]

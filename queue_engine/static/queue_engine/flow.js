@@ -8,7 +8,7 @@
 
   var SVG = "http://www.w3.org/2000/svg";
   var NODE_W = 184, NODE_H = 46, MAX_LABEL = 24;
-  var STATE_TEXT = { blocked: "waiting", failed: "dead" };
+  var STATE_TEXT = { failed: "dead" };
   var scale = null; // null: fit to the width (until the reader zooms)
   var drawn = null; // { signature, size, nodes: {id: element} }
 
