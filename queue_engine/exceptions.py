@@ -1,9 +1,9 @@
 """Every exception the engine's public API raises or records, in one place.
 
-Handlers raise `Retry`, `Fatal` and `Snooze` to steer what happens next. `Cancelled` and
-`LeaseExpired` are only recorded in a job's errors (django.tasks imports an error's class
-by its dotted name, so both are importable as `queue_engine.Cancelled` and
-`queue_engine.LeaseExpired`). The `...Error` classes are raised for bad input, before
+Handlers raise `Retry`, `Fatal` and `Snooze` to steer what happens next. `Cancelled`,
+`LeaseExpired` and `OutcomeRefused` are only recorded in a job's errors (django.tasks
+imports an error's class by its dotted name, so each is importable as
+`queue_engine.<name>`). The `...Error` classes are raised for bad input, before
 anything is written.
 """
 
@@ -63,6 +63,11 @@ class Cancelled(Exception):
 
 class LeaseExpired(Exception):
     """The error recorded when a job's worker stopped heartbeating; never raised."""
+
+
+class OutcomeRefused(Exception):
+    """The error recorded when Postgres refuses to store what a handler returned (text it
+    cannot hold, a result too large): the job is dead-lettered with it; never raised."""
 
 
 class IdleTimeout(Exception):
