@@ -304,7 +304,7 @@ def test_job_page_lists_parents_and_children(as_role: Callable[[str], Client]) -
     assert f'href="/flows/{flow_id}/"' in section
     parents, children = section.split("Children", 1)
     assert "extract" in parents and "succeeded" in parents
-    assert "load" in children and "waiting" in children
+    assert "load" in children and "blocked" in children and "waiting" not in children
 
 
 def page_post(client: Client, url: str, form: dict[str, str]) -> str:
