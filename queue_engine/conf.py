@@ -1,71 +1,10 @@
-"""Engine options: `settings.QUEUE_ENGINE`, with these defaults.
+"""Engine options: `settings.QUEUE_ENGINE`, read through `option(name)` with the defaults
+in `DEFAULTS`.
 
-| key                      | default      | meaning                                                   |
-|--------------------------|--------------|-----------------------------------------------------------|
-| DEFAULT_QUEUE            | "default"    | queue of a job whose definition names none                |
-| DEFAULT_MAX_ATTEMPTS     | 20           | attempts before a failing job is dead-lettered            |
-| MAX_PAYLOAD_BYTES        | 1048576      | largest payload accepted at enqueue (serialised JSON)     |
-| ALLOW_UNKNOWN_KINDS      | False        | accept enqueues of kinds not registered in this process   |
-| QUEUES                   | {}           | settings per queue: {"emails": {"max_concurrency": 5}} (below) |
-| QUEUE_DEFAULTS           | {}           | settings of every queue, where its QUEUES entry has none (below) |
-| ALLOW_UNDECLARED_QUEUES  | True         | False: enqueue only into queues named in QUEUES           |
-| JOB_MODULES              | []           | modules imported at start-up so their @job kinds register |
-| LOCK_DURATION            | 60           | seconds a claim's lease lasts without a heartbeat: when set, the lock_duration of queues QUEUES and QUEUE_DEFAULTS give none (rounded up) |
-| POLL_INTERVAL            | 1.0          | seconds between polls when no notification arrives        |
-| MAX_RESCUES              | 5            | expired leases before a job is dead-lettered (poison job) |
-| SHUTDOWN_TIMEOUT         | 30           | seconds running jobs get to finish on SIGTERM             |
-| FLOW_RELEASE_CHUNK       | 1000         | children of one flow node a settle counts down at once; the rest follow in chunks this size while the first run |
-| CONSOLE_MASKED_KEYS      | ["password", "token", "secret", "key", "auth", ...] | the console masks values whose key contains one of these words (any case) |
-| CONSOLE_MASKED_KEY_PARTS | ["pass", "pwd", "pw"] | ... or has one of these as a whole word part (`db_pass`, `dbPass`; not `passenger`) |
-| CONSOLE_STATEMENT_TIMEOUT | 3          | seconds a console or tracking query may run before the page asks to narrow the filter |
-| SCHEDULES                | {}           | recurring jobs declared when a worker starts (below)      |
-| HEALTH_XMIN_AGE          | 60           | seconds after which an open transaction (or prepared one, or a replication slot) that holds back vacuum is named on the overview |
-| HEALTH_DEAD_ROWS         | 100000       | dead rows in the live job table (and more than its live ones) from which the overview warns |
-| METRICS_TOKEN            | None         | set: GET /metrics answers Prometheus, to requests that send `Authorization: Bearer <token>`; unset: /metrics is off (404) |
-| METRICS_FAILURE_LIMIT    | 10           | wrong /metrics tokens from one address within METRICS_FAILURE_WINDOW after which that address gets 429 until the window ends |
-| METRICS_FAILURE_WINDOW   | 60           | seconds, from an address's first wrong token, over which its wrong tokens are counted |
-| TRUSTED_PROXIES          | []           | addresses or networks ("10.0.0.0/8") of reverse proxies whose X-Forwarded-For names the client; empty: REMOTE_ADDR is the client |
-| SIGN_IN_ADDRESS_LIMIT    | 100          | with django-axes: failed sign-ins from one address, across user names, after which the address itself is locked (one name from one address: AXES_FAILURE_LIMIT) |
-
-SCHEDULES maps a unique name to a schedule, declared idempotently by every
-worker at start-up (`queue_engine.schedules.declare_configured`); a schedule
-declared from settings and later removed from them is removed too:
-
-    "SCHEDULES": {
-        "nightly-report": {"kind": "reports.jobs.build", "cron": "0 3 * * *",
-                           "timezone": "Europe/Paris", "payload": {"full": True}},
-        "ping": {"kind": "app.jobs.ping", "every": 30},   # seconds, or a timedelta
-    }
-
-Optional keys: queue, priority, enabled, missed ("run_once", the default, or "skip").
-
-QUEUES and QUEUE_DEFAULTS give queues their settings (QueueConfig rows), with the
-keyword names of `queue_engine.ops.queues.update_queue_config`: paused, max_concurrency,
-rate_limit (job starts per rate_window seconds), rate_window, lock_duration
-(seconds), group_concurrency, retain_succeeded, retain_failed, retain_cancelled
-(seconds); None means "no limit" for the three concurrency and rate limits:
-
-    "QUEUE_DEFAULTS": {"retain_succeeded": 3600},
-    "QUEUES": {
-        "emails": {"max_concurrency": 5, "rate_limit": 100, "rate_window": 60},
-        "reports": {"lock_duration": 600, "group_concurrency": 1, "paused": True},
-    },
-
-A field a QUEUES entry leaves out comes from QUEUE_DEFAULTS, then from the model
-(not paused, no limits, 60 s windows and lease, retention 1, 7 and 1 days).
-- A new queue starts with these values, whether an enqueue, an operator or a
-  worker creates its row. Every worker start and every `migrate` creates the
-  rows of the queues QUEUES names, and writes QUEUE_DEFAULTS where the enqueue
-  trigger finds them (QueueDefaults: Postgres cannot read Django settings).
-- Each start and migrate also sets, on every existing queue, the fields that
-  settings name (a deploy that changes them takes effect), except the fields an
-  operator changed through ops, the console or the admin: those are listed in
-  the row's `edited_fields`, and settings leave them alone, restarts included,
-  until `queue_engine.ops.queues.reset_queue_config` hands them back. Fields settings do not
-  name are never touched (remove a field from settings and the queue keeps its
-  value). Every change is audited, by "settings" or by the operator.
-- Bad values fail the system check (queue_engine.E021) with a message naming
-  the queue and the field, and nothing is written from them.
+The manual's settings reference (docs/reference/settings.md) lists every key with its
+default and meaning, and a test keeps it equal to `DEFAULTS`; the how-to guides say how
+`QUEUES`, `QUEUE_DEFAULTS` and `SCHEDULES` are declared. System checks (checks.py) name
+a bad value before anything runs.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Job definitions: the `@job` decorator, retry policy and the errors a handler raises."""
+"""What a job kind is: `JobDefinition` (its options, checked), `Backoff`, and the option
+checks that `@job` (`kinds.py`), `.using()` and enqueue share. The errors a handler
+raises live in `exceptions.py`; the kinds a process knows, in `registry.py`."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ from queue_engine.worker.threads import HandlerThreads
 log = logging.getLogger("queue_engine.worker")
 
 LANES = 2
+# A claim that took fewer jobs than it wanted and left some of its candidates behind
 # (a cap, a busy key's room, the rate limit: sql.CLAIM's `held`) is followed by another
 # this soon, not at the next poll; the wait doubles while such claims come back empty,
 # up to the poll interval.
