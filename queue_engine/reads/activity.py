@@ -9,6 +9,15 @@ from django.utils import timezone
 from queue_engine.models import AuditEvent, Job, WorkerProcess
 from queue_engine.reads.jobs import PAGE_SIZE
 
+__all__ = [
+    "BUSY_LIMIT",
+    "WORKER_ALIVE_AFTER",
+    "alive_workers",
+    "audit_page",
+    "running_by_worker",
+    "workers",
+]
+
 WORKER_ALIVE_AFTER = timedelta(seconds=15)  # workers heartbeat every 5 s at most
 
 

@@ -15,6 +15,17 @@ from django.db.models.expressions import RawSQL
 from queue_engine import sql
 from queue_engine.models import JobRecord
 
+__all__ = [
+    "DEAD_SCAN",
+    "DIGITS",
+    "DeadGroup",
+    "FailureGroup",
+    "dead_group_batches",
+    "dead_group_queryset",
+    "dead_groups",
+    "recent_failures",
+]
+
 
 @dataclass
 class FailureGroup:

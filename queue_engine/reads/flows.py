@@ -16,6 +16,20 @@ from queue_engine.reads.jobs import MAX_PAGE_SIZE, PAGE_SIZE, like_pattern
 from queue_engine.reads.timeout import time_limited
 from queue_engine.states import FLOW_STATES
 
+__all__ = [
+    "MAX_FLOW_NODES",
+    "FlowFilter",
+    "FlowGraph",
+    "FlowLink",
+    "FlowLinks",
+    "FlowNode",
+    "FlowPage",
+    "FlowRow",
+    "flow_graph",
+    "flow_links",
+    "list_flows",
+]
+
 MAX_FLOW_NODES = 500  # nodes a flow graph holds at most (the lowest ids); counts cover all
 
 

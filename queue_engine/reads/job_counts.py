@@ -14,6 +14,11 @@ from queue_engine.reads.queues import COUNT_CAP, LIVE_SCAN
 from queue_engine.reads.timeout import time_limited
 from queue_engine.states import EndedState, LiveState
 
+__all__ = [
+    "capped_history_count",
+    "filtered_live_counts",
+]
+
 
 def filtered_live_counts(where: JobFilter, scan: int = LIVE_SCAN) -> dict[LiveState, int] | None:
     """Live jobs by state matching `where` (its state aside), or None when the live table

@@ -21,6 +21,34 @@ from queue_engine.payloads import dump_json, text_problem
 from queue_engine.reads.timeout import time_limited
 from queue_engine.states import ENDED_STATES, LIVE_STATES, State
 
+__all__ = [
+    "LOG_TAIL",
+    "MAX_PAGE_SIZE",
+    "PAGE_SIZE",
+    "ROW_FIELDS",
+    "SCAN_IDS",
+    "SORT_WINDOW",
+    "STEPS_SHOWN",
+    "JobFilter",
+    "JobPage",
+    "JobRow",
+    "SortedPage",
+    "check_filter",
+    "find_job",
+    "job_rows",
+    "job_states",
+    "job_steps",
+    "jobs_with_steps",
+    "like_pattern",
+    "list_jobs",
+    "log_around",
+    "log_lines_after",
+    "log_tail",
+    "sorted_jobs",
+    "stopping_jobs",
+    "succeeded_flow_nodes",
+]
+
 PAGE_SIZE = 50
 
 

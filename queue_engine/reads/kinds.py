@@ -11,6 +11,13 @@ from queue_engine import sql
 from queue_engine.models import KindControl
 from queue_engine.registry import registry
 
+__all__ = [
+    "KIND_SCAN",
+    "KindPage",
+    "KindRow",
+    "kinds",
+]
+
 KIND_SCAN = 10_000  # live jobs, and dead ones, read at most to count them by kind
 
 

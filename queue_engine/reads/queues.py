@@ -16,6 +16,18 @@ from queue_engine.models import JobRecord, QueueConfig
 from queue_engine.payloads import text_problem
 from queue_engine.states import ENDED_STATES, LIVE_STATES
 
+__all__ = [
+    "COUNT_CAP",
+    "LIVE_SCAN",
+    "SAMPLE_PER_SCAN",
+    "QueueCounts",
+    "QueueStats",
+    "StateCount",
+    "exact_dead_count",
+    "queue_counts",
+    "queue_stats",
+]
+
 COUNT_CAP = 1_000  # per queue and state; above it the rollup (or a sample) answers
 
 

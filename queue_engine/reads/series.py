@@ -14,6 +14,21 @@ from django.db import connection
 from queue_engine import sql
 from queue_engine.exceptions import FilterError
 
+__all__ = [
+    "MAX_POINTS",
+    "MAX_WINDOW",
+    "MIN_WINDOW",
+    "STEPS",
+    "KindFailures",
+    "Series",
+    "SeriesPoint",
+    "kind_failures",
+    "metric_series",
+    "queue_series",
+    "rolled_up_to",
+    "step_for",
+]
+
 MIN_WINDOW = timedelta(minutes=15)
 
 

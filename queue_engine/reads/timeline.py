@@ -15,6 +15,14 @@ from queue_engine import sql
 from queue_engine.reads.flows import FlowGraph, FlowNode
 from queue_engine.reads.timeout import time_limited
 
+__all__ = [
+    "Failure",
+    "Span",
+    "Timeline",
+    "TimelineRow",
+    "flow_timeline",
+]
+
 
 @dataclass(frozen=True)
 class Span:

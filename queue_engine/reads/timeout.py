@@ -18,6 +18,15 @@ from queue_engine import sql
 from queue_engine.conf import option
 from queue_engine.exceptions import NarrowFilter
 
+__all__ = [
+    "limit_session",
+    "milliseconds",
+    "reset_session",
+    "seconds",
+    "time_limited",
+    "timed_out",
+]
+
 
 def seconds() -> float:
     """The setting as written (3, not 3.0), for messages."""
