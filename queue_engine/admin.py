@@ -23,6 +23,7 @@ from django.utils.safestring import SafeString
 
 from queue_engine import ops, queue_defaults, schedules
 from queue_engine.exceptions import OpsError, ScheduleError
+from queue_engine.masking import mask, take_back
 from queue_engine.models import (
     AuditEvent,
     Job,
@@ -293,6 +294,20 @@ class ScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
 
     declaration: schedules.Declaration | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:  # secrets show masked; clean_payload takes back what stays so
+            self.initial["payload"] = mask(self.instance.payload)
+
+    def clean_payload(self) -> Any:
+        payload = self.cleaned_data.get("payload")
+        if not self.instance.pk:
+            return payload
+        try:
+            return take_back(payload, self.instance.payload, "the schedule")
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         name = data.get("name") or (self.instance.name if self.instance.pk else "")
@@ -335,6 +350,16 @@ class ScheduleAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-arg
     search_fields = ("name", "kind")
     actions = ["enable", "disable", "run_now", "remove"]
 
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = [f for f in super().get_fields(request, obj) if f != "masked_payload"]
+        if obj is not None and not self.has_change_permission(request, obj):
+            return ["masked_payload" if f == "payload" else f for f in fields]
+        return fields
+
+    @admin.display(description="payload")
+    def masked_payload(self, obj: Schedule) -> SafeString:
+        return format_html("<pre>{}</pre>", masked_json(obj.payload))
+
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         always = (
             "next_fire_at",
@@ -344,6 +369,7 @@ class ScheduleAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-arg
             "source",
             "created_at",
             "updated_at",
+            "masked_payload",
         )
         # Enabling and disabling need the operator permission, as the actions do.
         held = () if self.has_operate_permission(request) else ("enabled",)

@@ -116,6 +116,19 @@ def restore(edited: Any, original: Any, secrets: Rule | None = None) -> Any:
     return edited
 
 
+def take_back(edited: Any, original: Any, owner: str) -> Any:
+    """`restore`, refusing (ValueError, one sentence) a mask left where `owner`, what the
+    original belongs to, has no value to give back."""
+    restored = restore(edited, original)
+    where = left_masked(restored)
+    if where is not None:
+        raise ValueError(
+            f"The payload still reads {MASK} at {where}, where {owner} has no value to "
+            "keep: type the value, or remove the key."
+        )
+    return restored
+
+
 def _restore_at(key: str, edited: Any, original: dict[Any, Any], secrets: Rule) -> Any:
     if secrets.is_secret(key):
         return original[key] if edited == MASK else edited

@@ -75,6 +75,55 @@ def test_rerun_a_failed_flow_from_a_node_with_an_edited_input(
     assert not page.errors
 
 
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_rerun_with_masked_secrets_keeps_them_unless_typed_anew(
+    new_page: Any, server: Server, workers: Workers, tmp_path: Path, scheme: str
+) -> None:
+    from queue_engine.flows import Flow
+    from tests.support import jobs
+
+    fixed = tmp_path / "fixed"
+    fixed.touch()
+    flow = Flow("sync")
+    flow.add(
+        "sync",
+        jobs.connect,
+        api_token="sk-live-ORIGINAL",
+        db_url="postgres://u:pg-SECRET@h/db",
+        marker=str(tmp_path / "missing"),
+    )
+    flow_id = flow.submit()
+    workers.start("--queues", "flows", env={"JOBSITE_JOB_MODULES": JOB_MODULES})
+    page = new_page("operator", color_scheme=scheme)
+    page.goto(f"{server.url}/flows/{flow_id}/")
+    page.wait_for_selector("#flow-state-badge.s-failed", timeout=15000)
+
+    page.click("#flow-nodes tr:has-text('sync') a:has-text('Rerun from here')")
+    editor = page.locator("[data-payload-editor]")
+    shown = editor.input_value()
+    html = page.content()
+    editor.fill(shown.replace(str(tmp_path / "missing"), str(fixed)))  # only the marker
+    wait_until(page, "!document.querySelector('[data-payload-submit]').disabled")
+    screenshot(page, f"sec-rerun-masked-{scheme}")
+    page.click("[data-payload-submit]")
+    new_id = FlowRow.objects.exclude(pk=flow_id).get().pk
+    page.wait_for_url(f"{server.url}/flows/{new_id}/")
+    page.wait_for_selector("#flow-state-badge.s-succeeded", timeout=20000)
+
+    assert '"api_token": "********"' in shown
+    assert '"db_url": "postgres://u:********@h/db"' in shown
+    assert "sk-live" not in html and "pg-SECRET" not in html
+    ran = JobRecord.objects.get(flow_id=new_id, node_key="sync")
+    assert ran.payload["api_token"] == "sk-live-ORIGINAL"
+    assert ran.payload["db_url"] == "postgres://u:pg-SECRET@h/db"
+    assert ran.result == "connected"
+    page.goto(f"{server.url}/audit/")
+    page.click("details.diff summary")
+    diff = page.inner_text("pre.diff")
+    assert str(fixed) in diff and ": changed" not in diff and "sk-live" not in diff
+    assert not page.errors
+
+
 def test_pausing_a_kind_from_the_kinds_page(new_page: Any, server: Server) -> None:
     kind_jobs.paused_kind.enqueue_many([{"n": i} for i in range(4)])
     page = new_page("operator")

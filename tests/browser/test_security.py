@@ -117,3 +117,33 @@ def test_a_signed_in_user_without_a_role_gets_the_console_s_403_page(
     assert "You cannot do this" in text
     assert 'Ask an administrator to add you to the "viewer" group' in text
     assert navigation >= 8
+
+
+def test_a_locked_sign_in_names_the_command_that_lifts_it_in_light_and_dark(
+    chromium: Any, server: Server
+) -> None:
+    from django.contrib.auth.models import Group, User
+
+    from tests.browser.conftest import PASSWORD
+
+    colleague = User.objects.create_user("colleague", password=PASSWORD)
+    colleague.groups.add(Group.objects.get(name="viewer"))
+    shown = {}
+    for scheme in ("light", "dark"):
+        context = chromium.new_context(color_scheme=scheme, viewport={"width": 1360, "height": 900})
+        page = context.new_page()
+        for _ in range(11):
+            page.goto(server.url + "/login/")
+            page.fill("#id_username", f"mallory-{scheme}")
+            page.fill("#id_password", "guess")
+            page.click("button[type=submit]")
+        shown[scheme] = page.inner_text("[role=alert]")
+        screenshot(page, f"sec-lockout-{scheme}")
+        page.fill("#id_username", "colleague")  # the same address, another name
+        page.fill("#id_password", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(server.url + "/")
+        context.close()
+
+    assert "Too many failed sign-ins for the user name 'mallory-dark'" in shown["dark"]
+    assert "manage.py axes_reset_ip_username 127.0.0.1 mallory-light" in shown["light"]

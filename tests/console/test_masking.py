@@ -3,14 +3,16 @@ admin's job pages and list filters, and the console's containment filters."""
 
 from __future__ import annotations
 
+import json
 import re
-from html import escape
+from html import escape, unescape
 
 import pytest
 from django.test import Client
 
-from queue_engine.models import AuditEvent, Job, JobRecord
-from tests.support import console_data
+from queue_engine import schedules
+from queue_engine.models import AuditEvent, Job, JobRecord, Schedule
+from tests.support import console_data, jobs
 from tests.support.console_data import ConsoleData
 
 pytestmark = pytest.mark.django_db
@@ -239,3 +241,65 @@ def test_a_containment_filter_on_a_url_with_a_password_is_refused(
     assert (
         "names the key &#x27;db_url&#x27;, whose values the console masks" in page.content.decode()
     )
+
+
+# --- the admin's schedule form ------------------------------------------------------------
+
+SCHEDULE_FORM = {
+    "kind": "tests.noop",
+    "cron": "0 3 * * *",
+    "timezone": "UTC",
+    "every": "",
+    "queue": "",
+    "priority": "",
+    "enabled": "on",
+    "missed_fire_policy": "run_once",
+}
+
+
+@pytest.fixture
+def secret_schedule(db: None) -> Schedule:
+    return schedules.upsert_cron(
+        "nightly", jobs.noop, cron="0 3 * * *", payload={"to": "ops", **URL_PAYLOAD}
+    )
+
+
+def test_the_admin_schedule_form_shows_secrets_masked_and_keeps_them(
+    admin_client: Client, secret_schedule: Schedule
+) -> None:
+    url = f"/admin/queue_engine/schedule/{secret_schedule.pk}/change/"
+
+    page = admin_client.get(url).content.decode()
+    shown = json.loads(unescape(re.findall(r'name="payload"[^>]*>(.*?)</textarea>', page, re.S)[0]))
+    saved = admin_client.post(url, {**SCHEDULE_FORM, "payload": json.dumps({**shown, "to": "dev"})})
+
+    assert not [s for s in URL_SECRETS if s in page]
+    assert shown["pass"] == "********"
+    assert saved.status_code == 302
+    assert Schedule.objects.get().payload == {"to": "dev", **URL_PAYLOAD}
+
+
+def test_the_admin_schedule_form_refuses_a_mask_it_cannot_give_back(
+    admin_client: Client, secret_schedule: Schedule
+) -> None:
+    url = f"/admin/queue_engine/schedule/{secret_schedule.pk}/change/"
+
+    refused = admin_client.post(url, {**SCHEDULE_FORM, "payload": '{"api_token": "********"}'})
+
+    assert "The payload still reads ******** at api_token" in refused.content.decode()
+    assert Schedule.objects.get().payload == {"to": "ops", **URL_PAYLOAD}
+
+
+def test_a_view_only_admin_sees_a_schedule_s_payload_masked(secret_schedule: Schedule) -> None:
+    from django.contrib.auth.models import Permission, User
+
+    user = User.objects.create_user("auditor", password="x", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_schedule"))
+    client = Client()
+    client.force_login(user)
+
+    page = client.get(f"/admin/queue_engine/schedule/{secret_schedule.pk}/change/")
+
+    assert page.status_code == 200
+    assert "postgres://u:********@h/db" in page.content.decode()
+    assert not [s for s in URL_SECRETS if s in page.content.decode()]

@@ -17,7 +17,7 @@ from queue_engine import ops
 from queue_engine.console.access import forbidden, viewer_required
 from queue_engine.console.roles import OPERATE
 from queue_engine.exceptions import OpsError
-from queue_engine.masking import MASK, left_masked, mask, restore
+from queue_engine.masking import mask, take_back
 from queue_engine.ops.rerun import RerunPlan
 from queue_engine.registry import registry
 
@@ -140,13 +140,10 @@ def _rerun(request: HttpRequest, plan: RerunPlan, text: str) -> tuple[int | None
         payload = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, f"The payload is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-    payload = restore(payload, plan.payload)
-    where = left_masked(payload)
-    if where is not None:
-        return None, (
-            f"The payload still reads {MASK} at {where}, where flow #{plan.flow_id} has no "
-            "value to keep: type the value, or remove the key."
-        )
+    try:
+        payload = take_back(payload, plan.payload, f"flow #{plan.flow_id}")
+    except ValueError as exc:
+        return None, str(exc)
     try:
         return ops.rerun_flow_from(
             plan.flow_id, plan.node, payload, actor=request.user, plan=plan
