@@ -8,6 +8,7 @@ with no script the charts read the same.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -91,7 +92,9 @@ def throughput(series: reads.Series) -> Chart:
                 )
             )
     if chart.totals["retried"]:
-        chart.lines.append(_line(points, "retried", "retried attempts", axis, step))
+        # Only where attempts were retried: a dashed line along zero would hide the floor.
+        retried = [p.retried or None for p in points]
+        chart.lines.append(_line(retried, "retried", "retried attempts", axis, step))
     return chart
 
 
@@ -109,17 +112,19 @@ def latency(series: reads.Series) -> Chart:
     if chart.axis is None:
         return chart
     step = WIDTH / len(points)
-    chart.lines = [_line(points, name, label, chart.axis, step) for name, label in wanted]
+    chart.lines = [
+        _line([getattr(p, name) for p in points], name, label, chart.axis, step)
+        for name, label in wanted
+    ]
     return chart
 
 
-def _line(points: list[reads.SeriesPoint], name: str, label: str, axis: Axis, step: float) -> Line:
+def _line(values: Sequence[float | None], name: str, label: str, axis: Axis, step: float) -> Line:
     """A path through each step's value, broken where a step has none; a value with no
     neighbour on either side goes in `dots` (a zero-length segment, drawn as a round cap)."""
     runs: list[list[tuple[float, float]]] = [[]]
     last = None
-    for i, p in enumerate(points):
-        value = getattr(p, name)
+    for i, value in enumerate(values):
         if value is None:
             if runs[-1]:
                 runs.append([])
