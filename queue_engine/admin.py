@@ -1,4 +1,4 @@
-"""The Django admin: every change goes through `ops`, `ops_queues` or `schedules`.
+"""The Django admin: every change goes through `queue_engine.ops` or `queue_engine.schedules`.
 
 Queue settings and schedules are edited with their model's change permission;
 actions on jobs, queues and schedules (cancel, retry, redrive, pause, resume,
@@ -394,7 +394,7 @@ class ScheduleAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-arg
         obj.pk = saved.pk
 
     def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
-        schedules.remove_schedule(obj.name, actor=request.user)
+        ops.remove_schedule(obj.name, actor=request.user)
 
     @admin.action(permissions=["operate"], description="Enable the selected schedules")
     def enable(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
@@ -402,7 +402,7 @@ class ScheduleAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-arg
             request,
             self,
             list(queryset.values_list("name", flat=True)),
-            lambda n: schedules.enable(n, actor=request.user),
+            lambda n: ops.enable_schedule(n, actor=request.user),
             "Enabled",
         )
 
@@ -412,7 +412,7 @@ class ScheduleAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-arg
             request,
             self,
             list(queryset.values_list("name", flat=True)),
-            lambda n: schedules.disable(n, actor=request.user),
+            lambda n: ops.disable_schedule(n, actor=request.user),
             "Disabled",
         )
 
@@ -422,7 +422,7 @@ class ScheduleAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-arg
             request,
             self,
             list(queryset.values_list("name", flat=True)),
-            lambda n: schedules.run_now(n, actor=request.user),
+            lambda n: ops.run_schedule_now(n, actor=request.user),
             "Enqueued",
         )
 
@@ -432,7 +432,7 @@ class ScheduleAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-arg
             request,
             self,
             list(queryset.values_list("name", flat=True)),
-            lambda n: schedules.remove_schedule(n, actor=request.user),
+            lambda n: ops.remove_schedule(n, actor=request.user),
             "Removed",
         )
 

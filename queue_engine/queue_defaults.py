@@ -4,7 +4,7 @@ A field's value from settings is, first found: `QUEUE_ENGINE["QUEUES"][name][fie
 `QUEUE_ENGINE["QUEUE_DEFAULTS"][field]`, `LOCK_DURATION` for lock_duration when
 it is set; settings "declare" those fields. A queue's row starts from them, and
 from the model's defaults for the rest. Nothing here touches the database;
-`queue_engine.ops_queues` writes them.
+`queue_engine.ops.queues` writes them.
 """
 
 from __future__ import annotations

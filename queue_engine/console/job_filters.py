@@ -121,7 +121,7 @@ class JobFilters:
     def since(self) -> datetime | None:
         return timezone.now() - RANGES[self.range] if self.range else None
 
-    def tracking_filter(self) -> JobFilter:
+    def read_filter(self) -> JobFilter:
         payload = self.containment("payload", self.payload)
         meta = self.containment("meta", self.meta)
         return JobFilter(
@@ -189,7 +189,7 @@ def job_page(
     """One page of jobs, live and ended together, newest first; NarrowFilter past the
     statement timeout. A filter the list cannot answer is said in `filters.errors`."""
     try:
-        return list_jobs(filters.tracking_filter(), before=before, after=after, limit=limit)
+        return list_jobs(filters.read_filter(), before=before, after=after, limit=limit)
     except NarrowFilter:
         raise  # the page says to narrow the filter
     except FilterError as exc:
@@ -201,7 +201,7 @@ def sorted_page(filters: JobFilters) -> SortedPage:
     """The page of a list sorted by another column than its id (see reads.sorted_jobs)."""
     try:
         return sorted_jobs(
-            filters.tracking_filter(),
+            filters.read_filter(),
             sort=filters.sort_key,
             descending=filters.descending,
             page=filters.page,

@@ -58,7 +58,7 @@ def queue_tabs(queue: str | None) -> list[StateTab]:
 
 def live_tabs(filters: JobFilters) -> list[StateTab]:
     try:
-        counts = reads.filtered_live_counts(filters.tracking_filter())
+        counts = reads.filtered_live_counts(filters.read_filter())
     except reads.NarrowFilter:
         return [StateTab(state, None, why=TOO_SLOW) for state in LIVE_STATES]
     if counts is None:
@@ -77,7 +77,7 @@ def ended_tab(filters: JobFilters, state: str) -> StateTab:
     if names:
         return StateTab(state, None, why=f"no index counts ended jobs by {' or '.join(names)}")
     try:
-        n = reads.capped_history_count(filters.tracking_filter(), state)  # type: ignore[arg-type]
+        n = reads.capped_history_count(filters.read_filter(), state)  # type: ignore[arg-type]
     except reads.NarrowFilter:
         return StateTab(state, None, why=TOO_SLOW)
     return StateTab(state, min(n, COUNT_CAP), more=n > COUNT_CAP)

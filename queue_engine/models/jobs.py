@@ -120,7 +120,7 @@ class Job(JobFields):
             models.Index(
                 fields=["queue"], name="qe_job_suspect", condition=models.Q(rescues__gte=2)
             ),
-            # The console's count of a queue's blocked flow nodes, bounded (tracking).
+            # The console's count of a queue's blocked flow nodes, bounded (reads.queues).
             models.Index(
                 fields=["queue"], name="qe_job_blocked", condition=models.Q(state="blocked")
             ),

@@ -1,5 +1,6 @@
-"""Recurring jobs: `api` declares, changes, pauses and triggers schedules; `recurrence`
-says when a cron or interval rule fires.
+"""Recurring jobs: `api` declares schedules (from code or settings); `recurrence` says
+when a cron or interval rule fires. An operator's actions on them (enable, disable, run
+now, remove) are in `queue_engine.ops`.
 
     from queue_engine import schedules
     schedules.upsert_cron("nightly-report", "reports.build", cron="0 3 * * *", timezone="Europe/Paris")
@@ -10,10 +11,6 @@ from queue_engine.schedules.api import (
     Declaration,
     declaration,
     declare_configured,
-    disable,
-    enable,
-    remove_schedule,
-    run_now,
     save_declaration,
     upsert_cron,
     upsert_interval,
@@ -24,10 +21,6 @@ __all__ = [
     "ScheduleError",
     "declaration",
     "declare_configured",
-    "disable",
-    "enable",
-    "remove_schedule",
-    "run_now",
     "save_declaration",
     "upsert_cron",
     "upsert_interval",

@@ -23,9 +23,8 @@ from queue_engine import sql
 from queue_engine.conf import option
 from queue_engine.definitions import JobDefinition
 from queue_engine.enqueueing.prepare import JobSpec, prepare
-from queue_engine.enqueueing.single import enqueue
 from queue_engine.exceptions import EnqueueError, ScheduleError
-from queue_engine.models import Job, Schedule
+from queue_engine.models import Schedule
 from queue_engine.ops.changes import audit
 from queue_engine.registry import registry
 from queue_engine.schedules.recurrence import Recurrence, check_cron, check_every, check_timezone
@@ -157,53 +156,6 @@ def declaration(
     return _declaration(name, job, recurrence, payload, queue, priority, enabled, missed, source)
 
 
-def remove_schedule(name: str, *, actor: Any = None) -> None:
-    """Delete a schedule; jobs it already enqueued are left alone."""
-    with transaction.atomic():
-        deleted, _ = Schedule.objects.filter(name=name).delete()
-        if not deleted:
-            raise ScheduleError(f"Cannot remove schedule {name!r}: there is no such schedule.")
-        audit(actor, "schedule_remove", "schedule", name, 1)
-
-
-def enable(name: str, *, actor: Any = None) -> Schedule:
-    """Resume firing from the next fire time after now (missed times are not replayed)."""
-    return _set_enabled(name, True, actor)
-
-
-def disable(name: str, *, actor: Any = None) -> Schedule:
-    return _set_enabled(name, False, actor)
-
-
-def run_now(name: str, *, actor: Any = None) -> Job:
-    """Enqueue the schedule's job now, outside its timing (which stays as it is).
-
-    While an earlier "run now" job of this schedule is still waiting or running,
-    that job is returned instead of a second one.
-    """
-    with transaction.atomic():
-        schedule = Schedule.objects.filter(name=name).first()
-        if schedule is None:
-            raise ScheduleError(f"Cannot run schedule {name!r} now: there is no such schedule.")
-        spec = fire_spec(
-            name=schedule.name,
-            kind=schedule.kind,
-            payload=schedule.payload,
-            queue=schedule.queue,
-            priority=schedule.priority,
-            fire_time=_database_now(),
-            missed=0,
-        )
-        spec.dedup_key = f"schedule:{name}:run_now"
-        spec.meta = {**(spec.meta or {}), "run_now": True}
-        try:
-            job = enqueue(spec)
-        except EnqueueError as exc:
-            raise ScheduleError(f"Cannot run schedule {name!r} now: {exc}") from None
-        audit(actor, "schedule_run_now", "schedule", name, 1, job=job.id)
-    return job
-
-
 def declare_configured(schedules: Mapping[str, Any] | None = None) -> list[str]:
     """Declare every schedule of QUEUE_ENGINE["SCHEDULES"]; remove settings ones since dropped.
 
@@ -217,8 +169,9 @@ def declare_configured(schedules: Mapping[str, Any] | None = None) -> list[str]:
         stale = Schedule.objects.filter(source="settings").exclude(
             name__in=[d.name for d in declarations]
         )
-        for name in stale.values_list("name", flat=True):
-            remove_schedule(name, actor="settings")
+        for name in list(stale.values_list("name", flat=True)):
+            Schedule.objects.filter(name=name).delete()
+            audit("settings", "schedule_remove", "schedule", name, 1)
     return [d.name for d in declarations]
 
 
@@ -383,7 +336,7 @@ def save_declaration(d: Declaration, *, actor: Any = None) -> Schedule:
     """Write a checked declaration (idempotent: an unchanged one writes nothing)."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql.LOCK_SCHEDULE_NAME, [d.name])
-        now = _database_now()
+        now = database_now()
         # Locked: a leader firing it meanwhile has its next fire time written first,
         # and it is read here, not written back over.
         schedule = Schedule.objects.select_for_update().filter(name=d.name).first()
@@ -427,25 +380,7 @@ def save_declaration(d: Declaration, *, actor: Any = None) -> Schedule:
     return schedule
 
 
-def _set_enabled(name: str, enabled: bool, actor: Any) -> Schedule:
-    with transaction.atomic():
-        schedule = Schedule.objects.select_for_update().filter(name=name).first()
-        if schedule is None:
-            action = "enable" if enabled else "disable"
-            raise ScheduleError(f"Cannot {action} schedule {name!r}: there is no such schedule.")
-        if schedule.enabled == enabled:
-            return schedule
-        now = _database_now()
-        schedule.enabled = enabled
-        if enabled:
-            schedule.next_fire_at = _recurrence(schedule).first_after(now)
-        schedule.updated_at = now
-        schedule.save(update_fields=["enabled", "next_fire_at", "updated_at"])
-        audit(actor, "schedule_enable" if enabled else "schedule_disable", "schedule", name, 1)
-    return schedule
-
-
-def _recurrence(schedule: Schedule) -> Recurrence:
+def recurrence_of(schedule: Schedule) -> Recurrence:
     return Recurrence(every=schedule.every, cron=schedule.cron, timezone=schedule.timezone)
 
 
@@ -468,7 +403,7 @@ def _plain(value: Any) -> Any:
     return value.total_seconds() if isinstance(value, timedelta) else value
 
 
-def _database_now() -> datetime:
+def database_now() -> datetime:
     with connection.cursor() as cursor:
         cursor.execute(sql.DATABASE_NOW)
         now: datetime = cursor.fetchone()[0]

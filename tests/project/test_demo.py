@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.db.models import Model, QuerySet
 
 from jobsite import demo
-from queue_engine import schedules
+from queue_engine import ops
 from queue_engine.models import AuditEvent, FlowEdge, Job, JobLog, JobRecord, Schedule
 from queue_engine.models import Flow as FlowRow
 from tests.support.workers import Workers, wait_for
@@ -45,7 +45,7 @@ def nodes(flow: FlowRow) -> dict[str, JobRecord]:
 
 def test_load_demo_twice_then_a_worker_fills_every_page(workers: Workers) -> None:
     first, second = load_demo(), load_demo()
-    run_now = {name: schedules.run_now(name).id for name in demo.SCHEDULE_NAMES}
+    run_now = {name: ops.run_schedule_now(name).id for name in demo.SCHEDULE_NAMES}
     workers.start("--concurrency", "8")
 
     catalogue = flow_named("Catalogue import: spring range", "succeeded")

@@ -13,7 +13,7 @@ from django.db.models import F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queue_engine import schedules
+from queue_engine import ops, schedules
 from queue_engine.checks import check_schedules
 from queue_engine.exceptions import ScheduleError
 from queue_engine.models import AuditEvent, Job, JobRecord, Schedule, WorkerProcess
@@ -67,7 +67,7 @@ def test_a_changed_timing_moves_the_next_fire_time_and_is_audited() -> None:
 @pytest.mark.django_db
 def test_redeclaring_keeps_an_operators_disable() -> None:
     schedules.upsert_interval("report", jobs.noop, every=60)
-    schedules.disable("report", actor="bob")
+    ops.disable_schedule("report", actor="bob")
 
     schedules.upsert_interval("report", jobs.noop, every=60)
 
@@ -232,8 +232,8 @@ def test_run_now_enqueues_once_while_pending_and_keeps_the_timing() -> None:
         "nightly", jobs.noop, cron="0 3 * * *", payload={"at": "{fire_time}"}
     )
 
-    first = schedules.run_now("nightly", actor="carol")
-    second = schedules.run_now("nightly", actor="carol")
+    first = ops.run_schedule_now("nightly", actor="carol")
+    second = ops.run_schedule_now("nightly", actor="carol")
 
     assert second.id == first.id
     assert first.meta["run_now"] is True and first.payload["at"] == first.meta["fire_time"]
@@ -245,16 +245,16 @@ def test_run_now_enqueues_once_while_pending_and_keeps_the_timing() -> None:
 def test_enable_disable_remove_are_audited_and_refuse_unknown_names() -> None:
     schedules.upsert_interval("beat", jobs.noop, every=10)
 
-    schedules.disable("beat", actor="dan")
-    schedules.enable("beat", actor="dan")
-    schedules.remove_schedule("beat", actor="dan")
+    ops.disable_schedule("beat", actor="dan")
+    ops.enable_schedule("beat", actor="dan")
+    ops.remove_schedule("beat", actor="dan")
 
     actions = list(
         AuditEvent.objects.filter(actor="dan").order_by("id").values_list("action", flat=True)
     )
     assert actions == ["schedule_disable", "schedule_enable", "schedule_remove"]
     with pytest.raises(ScheduleError, match="there is no such schedule"):
-        schedules.run_now("beat")
+        ops.run_schedule_now("beat")
 
 
 @pytest.mark.django_db

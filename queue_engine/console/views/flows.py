@@ -108,7 +108,7 @@ class FlowFilters:
     def active(self) -> bool:
         return bool(self.state or self.q or self.range)
 
-    def tracking_filter(self) -> reads.FlowFilter:
+    def read_filter(self) -> reads.FlowFilter:
         return reads.FlowFilter(
             state=self.state or None,
             text=self.q or None,
@@ -139,7 +139,7 @@ def flows_context(request: HttpRequest) -> dict[str, Any]:
         after = None
     error = ""
     try:
-        page = reads.list_flows(filters.tracking_filter(), before=before, after=after)
+        page = reads.list_flows(filters.read_filter(), before=before, after=after)
     except NarrowFilter as exc:
         page, error = reads.FlowPage([], None, None), str(exc)
     return {

@@ -9,15 +9,15 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from queue_engine import schedules as schedule_ops
+from queue_engine import ops
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.exceptions import ScheduleError
 from queue_engine.models import Schedule
 
 ACTIONS: dict[str, tuple[Callable[..., Any], str]] = {
-    "enable": (schedule_ops.enable, "enabled: it fires again from its next time"),
-    "disable": (schedule_ops.disable, "disabled: it will not fire until enabled"),
-    "run_now": (schedule_ops.run_now, "enqueued now"),
+    "enable": (ops.enable_schedule, "enabled: it fires again from its next time"),
+    "disable": (ops.disable_schedule, "disabled: it will not fire until enabled"),
+    "run_now": (ops.run_schedule_now, "enqueued now"),
 }
 
 
