@@ -157,6 +157,7 @@ NODE_STATE_ORDER = (
     "available",
     "scheduled",
     "blocked",
+    "upstream_failed",
     "failed",
     "cancelled",
 )
@@ -184,7 +185,7 @@ def minus(end: datetime | None, start: datetime | None) -> timedelta | None:
     return end - start
 
 
-STATE_LABELS = {"failed": "dead", "blocked": "waiting"}
+STATE_LABELS = {"failed": "dead", "blocked": "waiting", "upstream_failed": "upstream failed"}
 
 
 @register.filter
