@@ -1,8 +1,9 @@
 """The names of job, history and flow states: one definition for the models, the reads and
 the console.
 
-A live job (queue_engine_job) is available, scheduled, running or blocked (a flow node
-waiting for its parents); an ended one (queue_engine_jobrecord) succeeded, failed (the
+A live job (queue_engine_job) is available, scheduled, running, blocked (a flow node
+waiting for its parents) or upstream_failed (a flow node that can no longer run: an
+ancestor is dead or cancelled; a requeue of its flow brings it back); an ended one (queue_engine_jobrecord) succeeded, failed (the
 dead letter) or was cancelled. A flow runs until it succeeds, fails or is cancelled.
 """
 
@@ -18,6 +19,7 @@ class JobState(models.TextChoices):
     SCHEDULED = "scheduled"
     RUNNING = "running"
     BLOCKED = "blocked"
+    UPSTREAM_FAILED = "upstream_failed"
 
 
 class RecordState(models.TextChoices):
@@ -33,12 +35,18 @@ class FlowState(models.TextChoices):
     CANCELLED = "cancelled"
 
 
-LiveState = Literal["available", "scheduled", "running", "blocked"]
+LiveState = Literal["available", "scheduled", "running", "blocked", "upstream_failed"]
 EndedState = Literal["succeeded", "failed", "cancelled"]
 State = LiveState | EndedState
 FlowStateName = Literal["running", "succeeded", "failed", "cancelled"]
 
-LIVE_STATES: tuple[LiveState, ...] = ("available", "scheduled", "running", "blocked")
+LIVE_STATES: tuple[LiveState, ...] = (
+    "available",
+    "scheduled",
+    "running",
+    "blocked",
+    "upstream_failed",
+)
 ENDED_STATES: tuple[EndedState, ...] = ("succeeded", "failed", "cancelled")
 STATES: tuple[State, ...] = LIVE_STATES + ENDED_STATES
 FLOW_STATES: tuple[FlowStateName, ...] = ("running", "succeeded", "failed", "cancelled")
@@ -47,4 +55,4 @@ FLOW_STATES: tuple[FlowStateName, ...] = ("running", "succeeded", "failed", "can
 # The words the console shows for states, where they differ from the stored names: a dead
 # job, as Sidekiq says (Oban and River say discarded). A blocked job stays blocked: it waits
 # for its parents in a flow, and "waiting" means ready to run everywhere else.
-STATE_WORDS: dict[str, str] = {"failed": "dead"}
+STATE_WORDS: dict[str, str] = {"failed": "dead", "upstream_failed": "upstream failed"}

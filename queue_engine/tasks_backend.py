@@ -27,6 +27,7 @@ STATUS = {
     "available": TaskResultStatus.READY,
     "scheduled": TaskResultStatus.READY,
     "blocked": TaskResultStatus.READY,
+    "upstream_failed": TaskResultStatus.READY,  # not ended: a requeue of its flow runs it
     "running": TaskResultStatus.RUNNING,
     "succeeded": TaskResultStatus.SUCCESSFUL,
     "failed": TaskResultStatus.FAILED,

@@ -37,6 +37,10 @@ EFFECTS: dict[Action, dict[str, Wording]] = {
             "stop awaiting its parents and move to history as cancelled",
             "stop awaiting their parents and move to history as cancelled",
         ),
+        "upstream_failed": (
+            "move to history as cancelled (it can no longer run)",
+            "move to history as cancelled (they can no longer run)",
+        ),
         "running": (
             "be told to stop; whatever it returns is discarded",
             "be told to stop; whatever they return is discarded",
@@ -54,7 +58,15 @@ EFFECTS: dict[Action, dict[str, Wording]] = {
     },
     "remove": {
         state: DELETED
-        for state in ("available", "scheduled", "blocked", "succeeded", "failed", "cancelled")
+        for state in (
+            "available",
+            "scheduled",
+            "blocked",
+            "upstream_failed",
+            "succeeded",
+            "failed",
+            "cancelled",
+        )
     },
     "redrive": {"failed": FRESH_ATTEMPTS, "cancelled": FRESH_ATTEMPTS},
 }

@@ -17,6 +17,8 @@ from queue_engine.flows.builder import flow_row, node_spec
 if TYPE_CHECKING:
     from queue_engine.worker.execution import Execution
 
+MAX_NODE_KEY = 255  # the node_key column's length
+
 Call = tuple[JobDefinition | JobSpec | str, tuple[Any, ...], dict[str, Any], str | None]
 
 
@@ -36,7 +38,7 @@ def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[i
         what = f"job {execution.job_id} ({execution.node_key!r}): the child {index}"
         spec = node_spec(what, job, args, kwargs)
         spec = replace(spec, meta={**(spec.meta or {}), "spawned_by": execution.job_id})
-        specs.append((spec, key or f"{execution.node_key}.{execution.job_id}.{index}"))
+        specs.append((spec, child_key(execution, key)))
     keys = [key for _spec, key in specs]
     twice = sorted({key for key in keys if keys.count(key) > 1})
     if twice:
@@ -99,3 +101,29 @@ def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[i
         if not connection.in_atomic_block:
             close_old_connections()
     return [existing[key] for key in keys]
+
+
+def child_key(execution: Execution, key: str | None) -> str:
+    """A spawned child's node key: its spawner's key and, in brackets, the key the handler
+    gave or else its place among the spawner's unkeyed children this attempt
+    (`stock[gateway]`, `stock[0]`). Unique in the flow as its spawner's key is, and the
+    same when a retried spawner spawns the same children again."""
+    if key is None:
+        part = str(execution.spawned)
+        execution.spawned += 1
+    elif not isinstance(key, str) or not key or key.isdigit():
+        raise FlowError(
+            f"job {execution.job_id} ({execution.node_key!r}) spawns a child with key "
+            f"{key!r}: give a non-empty text that is not only digits (digits name the "
+            "children spawned without a key), or no key."
+        )
+    else:
+        part = key
+    name = f"{execution.node_key}[{part}]"
+    if len(name) > MAX_NODE_KEY:
+        raise FlowError(
+            f"job {execution.job_id} ({execution.node_key!r}) spawns a child whose node key "
+            f"{name[:60]!r}... would be {len(name)} characters, over {MAX_NODE_KEY}: give "
+            "it a shorter key."
+        )
+    return name

@@ -54,11 +54,20 @@ def refresh_flows_of(cursor: Any, job_ids: list[int]) -> None:
 
 
 def refresh_flows(flow_ids: list[int]) -> None:
-    """Recompute these flows' states now, and again once the transaction commits."""
+    """Recompute these flows' states now, and again once the transaction commits; first,
+    which of their nodes can no longer run (an ancestor dead or cancelled)."""
     if flow_ids:
         with connection.cursor() as cursor:
-            cursor.execute(sql.REFRESH_FLOWS, [sorted(set(flow_ids))])
+            flows = sorted(set(flow_ids))
+            unmark_upstream_failed(cursor, flows)
+            cursor.execute(sql.MARK_UPSTREAM_FAILED_IN_FLOWS, {"flows": flows})
+            cursor.execute(sql.REFRESH_FLOWS, [flows])
         refresh_after_commit(flow_ids)
+
+
+def unmark_upstream_failed(cursor: Any, flow_ids: list[int]) -> None:
+    """Every node of these flows that could no longer run waits again (blocked)."""
+    cursor.execute(sql.UNMARK_UPSTREAM_FAILED, {"flows": flow_ids})
 
 
 def refresh_after_commit(flow_ids: list[int]) -> None:

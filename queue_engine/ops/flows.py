@@ -14,7 +14,12 @@ from queue_engine.exceptions import FlowError, OpsError
 from queue_engine.flows import Flow as FlowBuilder
 from queue_engine.flows import Node
 from queue_engine.models import Flow, Job
-from queue_engine.ops.changes import audit, notify_changes, refresh_flows
+from queue_engine.ops.changes import (
+    audit,
+    notify_changes,
+    refresh_flows,
+    unmark_upstream_failed,
+)
 from queue_engine.ops.jobs import cancel_jobs
 
 
@@ -52,6 +57,7 @@ def requeue_flow(flow_id: int, *, actor: Any = None, clear_steps: bool = False) 
             requeued = [r[0] for r in cursor.fetchall()]
             if clear_steps:
                 cursor.execute(sql.CLEAR_STEPS, {"ids": requeued})
+            unmark_upstream_failed(cursor, [flow_id])
             cursor.execute(sql.RECOUNT_FLOW_DEPENDENCIES, {"flow": flow_id})
             queues = [q for q, state in cursor.fetchall() if state == "available"]
         refresh_flows([flow_id])

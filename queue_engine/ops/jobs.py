@@ -24,6 +24,8 @@ from queue_engine.ops.changes import (
     refresh_flows_of,
 )
 
+STATE_WORDS = {"failed": "dead", "cancelled": "cancelled"}
+
 
 def _describe(job_id: int) -> str:
     record = JobRecord.objects.filter(pk=job_id).values_list("state", flat=True).first()
@@ -88,6 +90,13 @@ def retry_job(job_id: int, *, actor: Any = None, clear_steps: bool = False) -> s
                 )
             if live.state == "blocked":
                 raise OpsError(f"Cannot retry job {job_id}: it waits for its flow's dependencies.")
+            if live.state == "upstream_failed":
+                cause = live.meta.get("upstream") or {}
+                raise OpsError(
+                    f"Cannot retry job {job_id}: its ancestor {cause.get('key')!r} (job "
+                    f"{cause.get('job')}) is {STATE_WORDS.get(str(cause.get('state')), 'ended')}; "
+                    "retry that node or requeue the flow, and this one waits for it again."
+                )
             with connection.cursor() as cursor:
                 cursor.execute(sql.OPS_RUN_NOW, {"ids": [job_id]})
                 rows = cursor.fetchall()

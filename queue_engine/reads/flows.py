@@ -13,6 +13,7 @@ from django.db import connection
 from queue_engine import sql
 from queue_engine.exceptions import FilterError
 from queue_engine.reads.jobs import MAX_PAGE_SIZE, PAGE_SIZE, like_pattern
+from queue_engine.reads.queues import COUNT_CAP
 from queue_engine.reads.timeout import time_limited
 from queue_engine.states import FLOW_STATES
 
@@ -108,6 +109,9 @@ class FlowNode:
     output: Any  # the result when it takes at most 4 kB (None while live)
     output_size: int | None  # bytes the result takes (None while live)
     reused_from: int | None = None  # the flow whose node's output it reused (rerun from a node)
+    spawned_by: int | None = None  # the job that spawned it into a join at run time
+    # upstream_failed: the ancestor that ended it, {"job": id, "key": ..., "state": ...}
+    upstream: dict[str, Any] | None = None
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> FlowNode:
@@ -130,6 +134,8 @@ class FlowNode:
             output,
             output_size,
             reused_from,
+            spawned_by,
+            upstream,
         ) = row
         return cls(
             id=id,
@@ -150,6 +156,8 @@ class FlowNode:
             output=_json_value(output),
             output_size=output_size,
             reused_from=reused_from,
+            spawned_by=spawned_by,
+            upstream=_json_value(upstream),
         )
 
     @property
@@ -169,6 +177,17 @@ class FlowGraph:
     @property
     def truncated(self) -> bool:
         return self.flow.total > len(self.nodes)
+
+    @property
+    def spawns(self) -> list[tuple[int, int]]:
+        """(spawner, child) for the nodes spawned at run time whose spawner is drawn: not a
+        dependency (the child runs while its spawner still does), but where it came from."""
+        ids = {node.id for node in self.nodes}
+        return [
+            (n.spawned_by, n.id)
+            for n in self.nodes
+            if n.spawned_by is not None and n.spawned_by in ids
+        ]
 
     def first(self, n: int) -> FlowGraph:
         """The graph of its `n` lowest node ids, as flow_graph(max_nodes=n) reads it."""
@@ -227,6 +246,22 @@ def list_flows(
     )
 
 
+def flow_state_counts(where: FlowFilter = FlowFilter(), *, cap: int = COUNT_CAP) -> dict[str, int]:
+    """How many flows of each state match the filter's text and time (its state aside), each
+    at most cap + 1 (more than `cap` shows as "cap+"). Raises NarrowFilter past
+    CONSOLE_STATEMENT_TIMEOUT."""
+    params = {
+        "states": list(FLOW_STATES),
+        "text": like_pattern(where.text) if where.text else None,
+        "since": where.since,
+        "until": where.until,
+        "cap": cap,
+    }
+    with time_limited(), connection.cursor() as cursor:
+        cursor.execute(sql.FLOW_TAB_COUNTS, params)
+        return dict(cursor.fetchall())
+
+
 def flow_graph(flow_id: int, *, max_nodes: int = MAX_FLOW_NODES) -> FlowGraph | None:
     """A flow's nodes and edges with state, timings, attempts and output summaries;
     None when there is no such flow."""
@@ -256,6 +291,10 @@ def _topological(nodes: list[FlowNode], edges: list[tuple[int, int, bool]]) -> l
     for parent, child, _dynamic in edges:
         waiting[child] += 1
         children.setdefault(parent, []).append(child)
+    for node in nodes:  # a spawned child after its spawner
+        if node.spawned_by is not None and node.spawned_by in by_id:
+            waiting[node.id] += 1
+            children.setdefault(node.spawned_by, []).append(node.id)
     ready = [(by_id[i].key, i) for i, n in waiting.items() if n == 0]
     heapq.heapify(ready)
     ordered: list[FlowNode] = []

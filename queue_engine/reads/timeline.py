@@ -126,8 +126,12 @@ def _critical_path(
 ) -> set[int]:
     """From the node that ended last, back through the parent whose end released it (the
     one that ended last), to a root: shortening any other node would not end the flow
-    sooner."""
+    sooner. A failed flow's path ends at the node whose death failed it (the first to
+    die): the branches that ran on after it decided nothing."""
     ended = [node for node in graph.nodes if node.finished_at is not None]
+    dead = [node for node in ended if node.state == "failed"]
+    if graph.flow.state == "failed" and dead:
+        ended = [min(dead, key=lambda n: (n.finished_at, n.id))]
     if not ended:
         return set()
     node: FlowNode | None = max(ended, key=lambda n: (n.finished_at, n.id))

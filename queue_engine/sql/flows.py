@@ -214,12 +214,12 @@ SELECT (SELECT count(*) FROM marker), (SELECT count(*) FROM released),
 COUNTDOWN_FLOWS = "SELECT DISTINCT flow_id FROM queue_engine_flowcountdown"
 
 
-# Countdown rows whose child is no longer blocked (released, removed or rerun): nothing
-# reads them again.
+# Countdown rows whose child waits no more (released, removed or rerun): nothing reads
+# them again. An upstream_failed child keeps them for when it waits again.
 PRUNE_COUNTDOWNS = """
 DELETE FROM queue_engine_flowcountdown c
  WHERE NOT EXISTS (SELECT 1 FROM queue_engine_job j
-                    WHERE j.id = c.child_id AND j.state = 'blocked')
+                    WHERE j.id = c.child_id AND j.state IN ('blocked', 'upstream_failed'))
 """
 
 

@@ -378,10 +378,21 @@ CONSOLE_SESSION_RESET = ("RESET statement_timeout", "RESET jit")
 
 # A page of flows, newest first, older than %(before)s (or newer than %(after)s, oldest
 # first: the caller reverses). Name matches inside (ILIKE); time bounds the creation.
-_FLOW_FILTERS = """(%(state)s::varchar IS NULL OR state = %(state)s)
-   AND (%(text)s::text IS NULL OR name ILIKE %(text)s)
+_FLOW_TEXT_TIME = """(%(text)s::text IS NULL OR name ILIKE %(text)s)
    AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
    AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)"""
+_FLOW_FILTERS = f"""(%(state)s::varchar IS NULL OR state = %(state)s)
+   AND {_FLOW_TEXT_TIME}"""
+
+
+# The flows list's tabs: per state, the flows the other filters match, each count
+# stopping at %(cap)s + 1 (the (state, id) index, never the whole table).
+FLOW_TAB_COUNTS = f"""
+SELECT s.state, (SELECT count(*) FROM (SELECT 1 FROM queue_engine_flow
+                                        WHERE state = s.state AND {_FLOW_TEXT_TIME}
+                                        LIMIT %(cap)s + 1) AS capped)
+  FROM unnest(%(states)s::varchar[]) AS s(state)
+"""
 
 
 # The page of flows before `before`, newest first.
@@ -413,7 +424,8 @@ SELECT flow_id, state, count(*) FROM (
 _NODE_COLUMNS = """id, COALESCE(node_key, id::text), kind, name, queue, state, attempt,
        max_attempts, created_at, started_at, {finished}, progress, progress_message,
        left(errors->-1->>'message', 300), {output},
-       (meta->'reused_from'->>'flow')::bigint"""
+       (meta->'reused_from'->>'flow')::bigint, (meta->>'spawned_by')::bigint,
+       meta->'upstream'"""
 
 
 # A node's result when small; a big one is only announced (the job page shows it).

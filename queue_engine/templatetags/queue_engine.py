@@ -158,6 +158,7 @@ NODE_STATE_ORDER = (
     "available",
     "scheduled",
     "blocked",
+    "upstream_failed",
     "failed",
     "cancelled",
 )

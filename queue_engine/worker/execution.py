@@ -127,6 +127,7 @@ class Execution:
         "payload",
         "queue",
         "recorded_steps",
+        "spawned",
         "steps",
         "task",
         "token",
@@ -167,6 +168,7 @@ class Execution:
         self.touched_at = time.monotonic()
         self.task: asyncio.Future[Any] | None = None
         self.steps: Steps | None = None  # made at the attempt's first ctx.step()
+        self.spawned = 0  # children spawned without a key this attempt (their next index)
         self._log_seq = itertools.count(1)
         self._partial: dict[str, str] = {}
 

@@ -41,6 +41,7 @@ RECORD_RESULT = Prepared("qe_record_result", sql.RECORD_RESULT)
 RECORD_RESULT_FLOW = Prepared("qe_record_result_flow", sql.RECORD_RESULT_FLOW)
 REFRESH_FLOWS = Prepared("qe_refresh_flows", sql.REFRESH_FLOWS)
 RELEASE_COUNTED = Prepared("qe_release_counted", sql.RELEASE_COUNTED)
+MARK_UPSTREAM_FAILED = Prepared("qe_mark_upstream_failed", sql.MARK_UPSTREAM_FAILED)
 
 
 def refused(exc: BaseException) -> bool:
@@ -309,6 +310,10 @@ class SettleBatch:
                 if statement is RECORD_RESULT_FLOW:
                     params["chunk"] = self.chunk
                 statements.append(("results", statement, items, params))
+        ended = [o.execution.job_id for o in self.failed + self.cancelled if o.execution.flow_id]
+        if ended:
+            # In the same transaction: what waits on a dead node never counts as waiting.
+            statements.append(("upstream", MARK_UPSTREAM_FAILED, [], {"ids": ended}))
         self.marking = []
         for name, statement, items, params in statements:
             marks = statement in (SETTLE_SUCCEEDED_FLOW, RECORD_RESULT_FLOW)
@@ -356,7 +361,7 @@ class SettleBatch:
         stale: dict[str, int] = defaultdict(int)
         for name, sent, place in self.places:
             rowcount = script.rowcount(place)
-            if name not in ("results", "flow", "progress") and 0 <= rowcount < sent:
+            if name not in ("results", "flow", "progress", "upstream") and 0 <= rowcount < sent:
                 stale[name] += sent - rowcount
         for name, count in stale.items():
             logger.info(

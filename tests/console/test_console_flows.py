@@ -171,7 +171,7 @@ def test_a_dead_node_shows_its_error_and_the_flow_failed(as_role: Callable[[str]
 
     assert 'class="badge s-failed" id="flow-state-badge">failed' in html
     assert "disk full on /var/data" in html
-    assert {n["state"] for n in graph_data(html)["nodes"]} == {"failed", "blocked"}
+    assert {n["state"] for n in graph_data(html)["nodes"]} == {"failed", "upstream_failed"}
 
 
 def test_a_flow_with_removed_nodes_says_so(as_role: Callable[[str], Client]) -> None:
@@ -337,3 +337,105 @@ def test_a_requeued_node_shows_what_it_does_now_not_its_old_error(
     assert "runs again after: cancelled by admin" in extract_row(waiting)
     assert "cancelled by admin" not in extract_row(running)
     assert "40%" in extract_row(running)
+
+
+# --- state tabs, nodes that can no longer run, spawned nodes ---------------------------
+
+
+def flow_tabs(html: str) -> dict[str, str]:
+    """The flows list's tabs: label -> count, as a person reads them."""
+    nav = html.split('aria-label="Flow states"')[1].split("</nav>")[0]
+    return {
+        label.strip(): count
+        for label, count in re.findall(r'>\s*([A-Z][a-z]+)\s*<span class="tab-count">([^<]+)<', nav)
+    }
+
+
+def test_flows_list_has_state_tabs_with_counts_that_follow_the_search(
+    as_role: Callable[[str], Client],
+) -> None:
+    etl("nightly etl")
+    etl("nightly billing")
+    failed = etl("nightly import")
+    finish(failed, "extract", "failed", error="no such file")
+    other = etl("hourly sync")
+    ops.cancel_flow(other, actor="ops")
+    viewer = as_role("viewer")
+
+    every = flow_tabs(page(viewer, "/flows/"))
+    nightly = flow_tabs(page(viewer, "/flows/?q=nightly&state=failed"))
+
+    assert every == {"All": "4", "Running": "2", "Succeeded": "0", "Failed": "1", "Cancelled": "1"}
+    assert nightly == {
+        "All": "3",
+        "Running": "2",
+        "Succeeded": "0",
+        "Failed": "1",
+        "Cancelled": "0",
+    }
+    html = page(viewer, "/flows/?q=nightly&state=failed")
+    current = re.search(r'class="tab s-(\w+)" aria-current="page"', html)
+    assert current and current.group(1) == "failed"
+    assert "nightly import" in html and "nightly etl" not in html
+
+
+def test_flows_list_tab_counts_stop_at_the_cap(
+    as_role: Callable[[str], Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(3):
+        etl(f"flow {i}")
+    monkeypatch.setattr(reads, "COUNT_CAP", 2)
+
+    tabs = flow_tabs(page(as_role("viewer"), "/flows/"))
+
+    assert tabs["Running"] == "2+" and tabs["All"] == "2+"
+
+
+def test_a_node_that_can_no_longer_run_says_which_ancestor_stopped_it(
+    as_role: Callable[[str], Client],
+) -> None:
+    flow_id = etl()
+    extract = finish(flow_id, "extract", "failed", error="disk full on /var/data")
+
+    html = page(as_role("viewer"), f"/flows/{flow_id}/")
+
+    nodes = {n["key"]: n for n in graph_data(html)["nodes"]}
+    assert nodes["load"]["state"] == "upstream_failed"
+    assert nodes["load"]["cause"] == "extract"
+    assert 'class="badge s-upstream_failed">upstream failed</span>' in html
+    assert (
+        f'Can no longer run: its ancestor <a href="/jobs/{extract}/" class="mono">extract</a> is dead'
+        in html
+    )
+    assert (
+        "0 blocked" not in html
+        and "waiting" not in html.split('id="flow-head"')[1].split("</section>")[0]
+    )
+
+
+def test_a_spawned_node_hangs_off_its_spawner_in_the_graph(
+    as_role: Callable[[str], Client],
+) -> None:
+    flow = Flow("stock")
+    flow.add("stock", jobs.node, label="stock")
+    flow.add("join", jobs.collect, depends_on=["stock"])
+    flow_id = flow.submit()
+    spawner = Job.objects.get(flow_id=flow_id, node_key="stock")
+    join = Job.objects.get(flow_id=flow_id, node_key="join")
+    child = Job.objects.create(
+        kind="tests.number",
+        queue="flows",
+        payload={"value": 1},
+        flow_id=flow_id,
+        node_key="stock[0]",
+        meta={"spawned_by": spawner.id},
+    )
+    from queue_engine.models import FlowEdge
+
+    FlowEdge.objects.create(flow_id=flow_id, parent_id=child.id, child_id=join.id, dynamic=True)
+
+    data = graph_data(page(as_role("viewer"), f"/flows/{flow_id}/"))
+
+    assert data["spawns"] == [[spawner.id, child.id]]
+    assert [child.id, join.id, True] in data["edges"]
+    assert [n["key"] for n in data["nodes"]] == ["stock", "stock[0]", "join"]

@@ -247,9 +247,9 @@ def test_requeue_recounts_a_join_some_parents_had_counted_down(
     workers.start("--queues", "held")
     flow_state(flow_id, "failed")
     join = Job.objects.get(flow_id=flow_id, node_key="join")
-    # The join is still blocked, and "good" was counted by a countdown row (2 parents
+    # The join can no longer run, and "good" was counted by a countdown row (2 parents
     # pending, 1 settled).
-    assert join.state == "blocked"
+    assert join.state == "upstream_failed"
     assert list(FlowCountdown.objects.values_list("child_id", "n")) == [(join.id, 1)]
     JobRecord.objects.filter(flow_id=flow_id, node_key="bad").update(payload={"label": "fixed"})
 
@@ -347,8 +347,11 @@ def test_dead_node_blocks_dependants_and_fails_the_flow(workers: Workers, execut
 
     flow_state(flow_id, "failed")
 
-    assert records(flow_id)["bad"].state == "failed"
-    assert Job.objects.get(flow_id=flow_id, node_key="after").state == "blocked"
+    bad = records(flow_id)["bad"]
+    assert bad.state == "failed"
+    after = Job.objects.get(flow_id=flow_id, node_key="after")
+    assert after.state == "upstream_failed"
+    assert after.meta["upstream"] == {"job": bad.id, "key": "bad", "state": "failed"}
 
 
 def test_requeue_flow_reruns_only_what_failed(workers: Workers, executions: None) -> None:

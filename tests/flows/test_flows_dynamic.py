@@ -19,8 +19,9 @@ pytestmark = pytest.mark.slow
 def test_dynamic_spawn_refuses_a_key_another_node_has(workers: Workers) -> None:
     flow = Flow("clash")
     flow.add("coordinator", jobs.key_clasher)
-    flow.add("other", jobs.number, value=1)
-    flow.add("join", jobs.collect, depends_on=["coordinator", "other"])
+    # The name the coordinator's child keyed "other" gets: coordinator[other].
+    flow.add("coordinator[other]", jobs.number, value=1)
+    flow.add("join", jobs.collect, depends_on=["coordinator", "coordinator[other]"])
     flow_id = flow.submit()
     workers.start("--queues", "flows", "--concurrency", "4")
 
@@ -29,15 +30,15 @@ def test_dynamic_spawn_refuses_a_key_another_node_has(workers: Workers) -> None:
     done = records(flow_id)
     coordinator = done["coordinator"]
     assert coordinator.state == "failed"
-    assert "'other'" in json.dumps(coordinator.errors)
-    assert done["other"].result == 1
-    # Nothing was spawned: the declared node is the only one keyed "other".
+    assert "'coordinator[other]'" in json.dumps(coordinator.errors)
+    assert done["coordinator[other]"].result == 1
+    # Nothing was spawned: the declared node is the only one keyed "coordinator[other]".
     nodes = (
         Job.objects.filter(flow_id=flow_id).count()
         + JobRecord.objects.filter(flow_id=flow_id).count()
     )
     assert nodes == 3
-    assert Job.objects.get(flow_id=flow_id, node_key="join").state == "blocked"
+    assert Job.objects.get(flow_id=flow_id, node_key="join").state == "upstream_failed"
 
 
 def test_dynamic_spawner_retried_after_spawning_reuses_its_children(
@@ -54,8 +55,8 @@ def test_dynamic_spawner_retried_after_spawning_reuses_its_children(
     done = records(flow_id)
     assert done["coord"].attempt == 2
     children = {str(k): r for k, r in done.items() if k not in ("coord", "join")}
-    coord_id = done["coord"].id
-    assert sorted(children) == [f"coord.{coord_id}.0", f"coord.{coord_id}.1"]
+    # Named from the spawner's key, the same on the retry: the same children.
+    assert sorted(children) == ["coord[0]", "coord[1]"]
     # coord + its 2 children, each output there once.
     assert done["join"].result == {"parents": 3, "ones": 2}
     with connection.cursor() as cursor:
@@ -129,8 +130,42 @@ def test_an_async_handler_spawns_into_a_join_with_aspawn_into_and_afan_out_into(
     nodes = records(flow_id)
     spawner, join = nodes.pop("spawner"), nodes.pop("join")
     outputs = {key: node.result for key, node in nodes.items()}
-    assert outputs.pop("first") == 10
+    assert outputs.pop("spawner[first]") == 10
+    assert sorted(map(str, outputs)) == ["spawner[0]", "spawner[1]", "spawner[2]"]
     assert list(outputs.values()) == [1, 1, 1]
     # The spawner got back the ids of the jobs it spawned; the join waited for them all.
     assert spawner.result == sorted(node.id for node in nodes.values())
     assert join.result == {"parents": 5, "ones": 3}
+
+
+def test_spawned_children_are_named_from_their_spawner_across_its_calls(
+    workers: Workers,
+) -> None:
+    flow = Flow("stock")
+    flow.add("stock", jobs.spawn_twice)
+    flow.add("join", jobs.collect, depends_on=["stock"])
+    nested = Flow("nested")
+    nested.add("coord", jobs.spawner, width=2, depth=2)
+    nested.add("join", jobs.collect, depends_on=["coord"])
+    flow_id, nested_id = flow.submit(), nested.submit()
+    workers.start("--queues", "flows", "--concurrency", "4")
+
+    flow_state(flow_id, "succeeded")
+    flow_state(nested_id, "succeeded")
+
+    done = records(flow_id)
+    # Three children, from two calls: numbered on, not the second call's first child
+    # taken for the first call's.
+    assert sorted(map(str, done)) == ["join", "stock", "stock[0]", "stock[1]", "stock[2]"]
+    assert done["join"].result == {"parents": 4, "ones": 3}
+    assert {r.meta["spawned_by"] for k, r in done.items() if "[" in str(k)} == {done["stock"].id}
+    assert sorted(map(str, records(nested_id))) == [
+        "coord",
+        "coord[0]",
+        "coord[0][0]",
+        "coord[0][1]",
+        "coord[1]",
+        "coord[1][0]",
+        "coord[1][1]",
+        "join",
+    ]

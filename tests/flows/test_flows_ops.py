@@ -21,7 +21,8 @@ pytestmark = pytest.mark.slow
 
 
 def half_done_fan_in(workers: Workers) -> tuple[int, dict[str, int]]:
-    """`a` succeeds; `x` fails for good; `b` waits for `x`; `c` waits for `a` and `b`."""
+    """`a` succeeds; `x` fails for good; `b` waits for `x`; `c` waits for `a` and `b`:
+    both can no longer run."""
     flow = Flow("half-done fan-in")
     flow.add("a", jobs.node, label="a")
     flow.add("x", jobs.node, label="x", fail=True)
@@ -34,7 +35,9 @@ def half_done_fan_in(workers: Workers) -> tuple[int, dict[str, int]]:
     ids = {r.node_key or "": r.id for r in JobRecord.objects.filter(flow_id=flow_id)}
     ids.update({j.node_key or "": j.id for j in Job.objects.filter(flow_id=flow_id)})
     c = Job.objects.get(pk=ids["c"])
-    assert (c.state, c.pending_deps) == ("blocked", 2)
+    # It can no longer run (x is dead), and keeps its count of what it waits for.
+    assert (c.state, c.pending_deps) == ("upstream_failed", 2)
+    assert c.meta["upstream"] == {"job": ids["x"], "key": "x", "state": "failed"}
     assert FlowCountdown.objects.filter(child_id=c.id).count() == 1
     return flow_id, ids
 
@@ -115,7 +118,11 @@ def test_a_redriven_node_cancelled_with_its_parent_waits_for_it(
 
     ops.redrive_job(child, actor="ops")
 
-    assert Job.objects.values_list("state", "pending_deps").get(pk=child) == ("blocked", 1)
+    # Its parent is still cancelled: it can no longer run, until the parent is redriven.
+    assert Job.objects.values_list("state", "pending_deps").get(pk=child) == (
+        "upstream_failed",
+        1,
+    )
     ops.redrive_job(parent, actor="ops")
     workers.start("--queues", "flows")
     flow_state(flow_id, "succeeded")

@@ -37,7 +37,7 @@ def test_a_failed_flow_ends_only_when_its_other_branches_have(
     other = JobRecord.objects.get(flow_id=flow_id, node_key="other")
     assert ended.state == "failed" and other.state == "succeeded"
     assert ended.finished_at is not None and ended.finished_at >= other.finished_at
-    assert Job.objects.get(flow_id=flow_id, node_key="after").state == "blocked"
+    assert Job.objects.get(flow_id=flow_id, node_key="after").state == "upstream_failed"
 
 
 def test_a_cancelled_node_cancels_its_flow_only_once_nothing_else_can_run(

@@ -115,3 +115,26 @@ def test_a_large_flow_s_timeline_lists_more_nodes_than_its_graph_draws(
     assert {n["key"] for n in drawn["nodes"]} >= {"root"}
     assert all(p in {n["id"] for n in drawn["nodes"]} for p, _c, _d in drawn["edges"])
     assert "The timeline shows the first" not in timeline
+
+
+def test_a_failed_flow_s_critical_path_ends_at_the_node_that_failed() -> None:
+    flow = Flow("payouts")
+    flow.add("extract", jobs.number, value=1)
+    flow.add("bad", jobs.number, value=2, depends_on=["extract"])
+    flow.add("other", jobs.number, value=3, depends_on=["extract"])
+    flow.add("load", jobs.sum_outputs, depends_on=["bad", "other"])
+    flow_id = flow.submit()
+    t0 = timezone.now() - timedelta(minutes=5)
+    Job.objects.filter(flow_id=flow_id).update(created_at=t0, run_at=t0)
+    FlowRow.objects.filter(pk=flow_id).update(created_at=t0)
+    end(flow_id, "extract", t0 + seconds(1), t0 + seconds(2), [])
+    end_node(flow_id, "bad", "failed", started=t0 + seconds(3), finished=t0 + seconds(4))
+    end(flow_id, "other", t0 + seconds(3), t0 + seconds(10), [])  # ends after `bad` died
+    FlowRow.objects.filter(pk=flow_id).update(finished_at=t0 + seconds(10))
+
+    graph = reads.flow_graph(flow_id)
+    assert graph is not None and graph.flow.state == "failed"
+    timeline = reads.flow_timeline(graph)
+
+    assert {row.node.key for row in timeline.rows if row.critical} == {"extract", "bad"}
+    assert timeline.critical == 2

@@ -322,7 +322,8 @@ async def async_spawner(ctx: Any, width: int) -> list[int]:
 
 @job(kind="tests.key_clasher", queue="flows", max_attempts=1)
 def key_clasher(ctx: Any) -> str:
-    """Spawn two children keyed 'other' into 'join' (a declared node's key)."""
+    """Spawn two children keyed 'other' into 'join' (named coordinator[other], as a
+    declared node is)."""
     ctx.spawn_into("join", "tests.number", value=1, key="other")
     ctx.spawn_into("join", "tests.number", value=1, key="other")
     return "spawned"
@@ -360,6 +361,29 @@ def spawn_by(ctx: Any, how: str) -> str:
         ctx.spawn_into("join", JobSpec(kind="tests.number", payload={"value": 1}, priority=9))
     else:
         ctx.spawn_into("join", "tests.number", 1)
+    return "spawned"
+
+
+@job(kind="tests.fails_until", queue="flows", max_attempts=1)
+def fails_until(path: str) -> str:
+    """Dead until the file `path` exists (a test creates it before requeueing the flow)."""
+    if not os.path.exists(path):
+        raise Fatal(f"{path} is not there yet")
+    return "fixed"
+
+
+@job(kind="tests.spawn_twice", queue="flows", max_attempts=1)
+def spawn_twice(ctx: Any) -> list[int]:
+    """Fan out two children into 'join', then spawn one more, none of them keyed."""
+    first = ctx.fan_out_into("join", "tests.number", [{"value": 1}, {"value": 1}])
+    return [*first, ctx.spawn_into("join", "tests.number", value=1)]
+
+
+@job(kind="tests.spawn_one_failing", queue="flows", max_attempts=1)
+def spawn_one_failing(ctx: Any, path: str) -> str:
+    """Spawn into 'join' a child that succeeds and one dead until `path` exists."""
+    ctx.spawn_into("join", "tests.number", value=1)
+    ctx.spawn_into("join", "tests.fails_until", path=path, key="flaky")
     return "spawned"
 
 

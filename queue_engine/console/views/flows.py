@@ -140,16 +140,38 @@ def flows_context(request: HttpRequest) -> dict[str, Any]:
     error = ""
     try:
         page = reads.list_flows(filters.read_filter(), before=before, after=after)
+        counts = reads.flow_state_counts(filters.read_filter(), cap=reads.COUNT_CAP)
+        tabs = state_tabs(counts)
     except NarrowFilter as exc:
         page, error = reads.FlowPage([], None, None), str(exc)
+        tabs = [FlowTab(state, None) for state in ("", *states.FLOW_STATES)]
     return {
         "page": "flows",
         "filters": filters,
         "flows": page,
+        "tabs": tabs,
+        "count_cap": reads.COUNT_CAP,
         "error": error,
-        "states": states.FLOW_STATES,
         "ranges": RANGE_CHOICES,
     }
+
+
+@dataclass(frozen=True)
+class FlowTab:
+    state: str  # "" for every state
+    count: int | None  # None: not counted (the filter took too long); above the cap: cap + 1
+
+    @property
+    def more(self) -> bool:
+        """Whether there are more than the count says (it stopped at the cap)."""
+        return self.count is not None and self.count > reads.COUNT_CAP
+
+
+def state_tabs(counts: dict[str, int]) -> list[FlowTab]:
+    """The flows list's tabs, "All" first, each with its count of the flows the search and
+    time range match, as the jobs list's tabs."""
+    tabs = [FlowTab(state, counts.get(state, 0)) for state in states.FLOW_STATES]
+    return [FlowTab("", sum(t.count or 0 for t in tabs)), *tabs]
 
 
 TIMELINE_NODES = 1_000  # a drawn graph stops at MAX_FLOW_NODES; a list of bars reads further
@@ -186,10 +208,13 @@ def graph_data(graph: reads.FlowGraph) -> dict[str, Any]:
                 "state": node.state,
                 "attempt": node.attempt,
                 "progress": node.progress,
+                # upstream_failed: the key of the ancestor that ended it
+                "cause": (node.upstream or {}).get("key"),
             }
             for node in graph.nodes
         ],
         "edges": [[parent, child, dynamic] for parent, child, dynamic in graph.edges],
+        "spawns": [[spawner, child] for spawner, child in graph.spawns],
     }
 
 

@@ -2,13 +2,14 @@
    (static/vendor/dagre). The server renders the nodes and edges as JSON
    (<script id="flow-data">); the websocket swaps that script out of band as
    nodes change, and this redraws: colours in place when the nodes are the
-   same, a new layout when a dynamic join grew. */
+   same, a new layout when a dynamic join grew. A node spawned at run time hangs off
+   its spawner by a dotted "spawned" edge: where it came from, not what it waits for. */
 (function () {
   "use strict";
 
   var SVG = "http://www.w3.org/2000/svg";
   var NODE_W = 184, NODE_H = 46, MAX_LABEL = 24;
-  var STATE_TEXT = { failed: "dead" };
+  var STATE_TEXT = { failed: "dead", upstream_failed: "upstream failed" };
   var scale = null; // null: fit to the width (until the reader zooms)
   var drawn = null; // { signature, size, nodes: {id: element} }
 
@@ -31,6 +32,7 @@
 
   function stateLine(node) {
     var text = STATE_TEXT[node.state] || node.state;
+    if (node.state === "upstream_failed" && node.cause) text = "upstream failed: " + node.cause;
     if (node.state === "running" && node.progress !== null && node.progress !== undefined) {
       text += " · " + Math.round(node.progress * 100) + "%";
     }
@@ -38,9 +40,12 @@
     return text;
   }
 
+  function spawns(data) { return data.spawns || []; }
+
   function signature(data) {
     return data.nodes.map(function (n) { return n.id; }).join(",") + "|" +
-      data.edges.map(function (e) { return e[0] + ">" + e[1]; }).join(",");
+      data.edges.map(function (e) { return e[0] + ">" + e[1]; }).join(",") + "|" +
+      spawns(data).map(function (e) { return e[0] + ">" + e[1]; }).join(",");
   }
 
   function layout(data) {
@@ -49,6 +54,9 @@
     g.setDefaultEdgeLabel(function () { return {}; });
     data.nodes.forEach(function (n) { g.setNode(String(n.id), { width: NODE_W, height: NODE_H }); });
     data.edges.forEach(function (e) { g.setEdge(String(e[0]), String(e[1]), { dynamic: e[2] }); });
+    spawns(data).forEach(function (e) {
+      if (!g.hasEdge(String(e[0]), String(e[1]))) g.setEdge(String(e[0]), String(e[1]), { spawn: true });
+    });
     dagre.layout(g);
     return g;
   }
@@ -80,6 +88,11 @@
       markerWidth: "7", markerHeight: "7", orient: "auto-start-reverse",
     }, defs);
     el("path", { d: "M0 0 L10 5 L0 10 z", "class": "arrow" }, marker);
+    var spawnMarker = el("marker", {
+      id: "flow-spawn-arrow", viewBox: "0 0 10 10", refX: "9", refY: "5",
+      markerWidth: "7", markerHeight: "7", orient: "auto-start-reverse",
+    }, defs);
+    el("path", { d: "M0 0 L10 5 L0 10 z", "class": "arrow spawn" }, spawnMarker);
 
     var byId = {};
     data.nodes.forEach(function (n) { byId[n.id] = n; });
@@ -93,6 +106,15 @@
         "marker-end": "url(#flow-arrow)",
       }, edges);
       edgeEls.push({ el: line, parent: e[0] });
+    });
+    spawns(data).forEach(function (e) {
+      var edge = g.edge(String(e[0]), String(e[1]));
+      el("path", {
+        d: path(edge.points),
+        "class": "edge spawn",
+        "marker-end": "url(#flow-spawn-arrow)",
+        "data-spawn": e[0] + ">" + e[1],
+      }, edges);
     });
 
     var nodeEls = {};

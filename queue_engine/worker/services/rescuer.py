@@ -32,6 +32,7 @@ async def rescue_expired(conn: psycopg.AsyncConnection, *, max_rescues: int) -> 
             cur = await conn.execute(sql.FLOWS_OF_RECORDS, [dead])
             flows = [row[0] for row in await cur.fetchall()]
             if flows:
+                await conn.execute(sql.MARK_UPSTREAM_FAILED, {"ids": dead})
                 await conn.execute(sql.REFRESH_FLOWS, [flows])
     if flows:  # again after the commit: see the worker's settle
         await conn.execute(sql.REFRESH_FLOWS, [flows])
