@@ -47,6 +47,7 @@ from queue_engine.reads.flows import (
     FlowRow,
     flow_graph,
     flow_links,
+    flow_state_counts,
     list_flows,
 )
 from queue_engine.reads.health import (
@@ -189,6 +190,7 @@ __all__ = [
     "find_job",
     "flow_graph",
     "flow_links",
+    "flow_state_counts",
     "flow_timeline",
     "job_rows",
     "job_states",

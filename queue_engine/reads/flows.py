@@ -28,6 +28,7 @@ __all__ = [
     "FlowRow",
     "flow_graph",
     "flow_links",
+    "flow_state_counts",
     "list_flows",
 ]
 
