@@ -1,6 +1,6 @@
 from queue_engine.models.audit import AuditEvent
 from queue_engine.models.console import ConsoleAccess
-from queue_engine.models.flows import Flow, FlowCountdown, FlowEdge, FlowRelease
+from queue_engine.models.flows import FlowCountdown, FlowEdge, FlowRelease, FlowRun
 from queue_engine.models.jobs import Job, JobRecord
 from queue_engine.models.kinds import KindControl
 from queue_engine.models.logs import JobLog
@@ -15,10 +15,10 @@ __all__ = [
     "AuditEvent",
     "ClaimLog",
     "ConsoleAccess",
-    "Flow",
     "FlowCountdown",
     "FlowEdge",
     "FlowRelease",
+    "FlowRun",
     "FlowState",
     "GroupLimit",
     "Job",

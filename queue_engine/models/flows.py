@@ -6,8 +6,9 @@ from django.db.models.functions import Now
 from queue_engine.states import FlowState
 
 
-class Flow(models.Model):
-    """A DAG of jobs. Its state is kept true by the settles of its nodes."""
+class FlowRun(models.Model):
+    """A submitted DAG of jobs (`queue_engine.Flow` builds and submits one). Its state is
+    kept true by the settles of its nodes."""
 
     id = models.BigAutoField(primary_key=True)
     name = models.CharField(max_length=255)

@@ -11,9 +11,8 @@ from queue_engine import sql
 from queue_engine.definitions import Backoff
 from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.exceptions import FlowError, OpsError
-from queue_engine.flows import Flow as FlowBuilder
-from queue_engine.flows import Node
-from queue_engine.models import Flow, Job
+from queue_engine.flows import Flow, Node
+from queue_engine.models import FlowRun, Job
 from queue_engine.ops.changes import (
     audit,
     notify_changes,
@@ -26,7 +25,7 @@ from queue_engine.ops.jobs import cancel_jobs
 def cancel_flow(flow_id: int, *, actor: Any = None) -> int:
     """Cancel every node that has not ended (running ones cooperatively)."""
     with transaction.atomic():
-        flow = Flow.objects.select_for_update().filter(pk=flow_id).first()
+        flow = FlowRun.objects.select_for_update().filter(pk=flow_id).first()
         if flow is None:
             raise OpsError(f"Cannot cancel: flow {flow_id} does not exist.")
         ids = list(Job.objects.filter(flow_id=flow_id).values_list("id", flat=True))
@@ -43,7 +42,7 @@ def requeue_flow(flow_id: int, *, actor: Any = None, clear_steps: bool = False) 
     nodes and recompute what their dependants wait for; what succeeded stays done. The
     requeued nodes keep their recorded steps unless `clear_steps`."""
     with transaction.atomic():
-        flow = Flow.objects.select_for_update().filter(pk=flow_id).first()
+        flow = FlowRun.objects.select_for_update().filter(pk=flow_id).first()
         if flow is None:
             raise OpsError(f"Cannot requeue: flow {flow_id} does not exist.")
         if flow.state not in ("failed", "cancelled"):
@@ -79,9 +78,9 @@ def rerun_flow(flow_id: int, *, actor: Any = None) -> int:
     return new_id
 
 
-def clone_flow(flow_id: int, action: str) -> FlowBuilder:
+def clone_flow(flow_id: int, action: str) -> Flow:
     """A builder for a new flow with the flow's nodes (inputs, options) and edges."""
-    flow = Flow.objects.filter(pk=flow_id).first()
+    flow = FlowRun.objects.filter(pk=flow_id).first()
     if flow is None:
         raise OpsError(f"Cannot {action}: flow {flow_id} does not exist.")
     with connection.cursor() as cursor:
@@ -99,7 +98,7 @@ def clone_flow(flow_id: int, action: str) -> FlowBuilder:
     for parent, child, _dynamic in edges:
         if parent in key_of and child in key_of:
             parents.setdefault(child, []).append(key_of[parent])
-    builder = FlowBuilder(flow.name, priority=flow.default_priority, meta=flow.meta)
+    builder = Flow(flow.name, priority=flow.default_priority, meta=flow.meta)
     builder.rerun_of = flow_id
     for (
         job_id,

@@ -19,8 +19,7 @@ from django.db import connection, transaction
 
 from queue_engine import sql
 from queue_engine.exceptions import EnqueueError, FlowError, OpsError, PayloadError
-from queue_engine.flows import Flow as FlowBuilder
-from queue_engine.flows import Node
+from queue_engine.flows import Flow, Node
 from queue_engine.masking import hidden_changes, mask, rule
 from queue_engine.ops.changes import audit, notify_changes, refresh_flows
 from queue_engine.ops.flows import clone_flow
@@ -36,7 +35,7 @@ class RerunPlan:
 
     flow_id: int
     node: str
-    builder: FlowBuilder
+    builder: Flow
     runs: list[str]  # the chosen node, what depends on it, and nodes that did not succeed
     reused: list[str]  # succeeded nodes not downstream of the chosen one
 
@@ -155,7 +154,7 @@ def payload_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return list(diff)[2:] + hidden  # without the ---/+++ header
 
 
-def _downstream(builder: FlowBuilder, key: str) -> set[str]:
+def _downstream(builder: Flow, key: str) -> set[str]:
     children: dict[str, list[str]] = {}
     for node in builder.nodes.values():
         for parent in node.depends_on:

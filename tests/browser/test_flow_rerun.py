@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from queue_engine.models import Flow as FlowRow
-from queue_engine.models import JobRecord
+from queue_engine.models import FlowRun, JobRecord
 from tests.browser import jobs as browser_jobs
 from tests.browser.conftest import JOB_MODULES, Server, screenshot, wait_until
 from tests.support import kind_jobs
@@ -54,7 +53,7 @@ def test_rerun_a_failed_flow_from_a_node_with_an_edited_input(
     wait_until(page, "!document.querySelector('[data-payload-submit]').disabled")
     screenshot(page, f"rerun-from-node-{scheme}")
     submit.click()
-    new_id = FlowRow.objects.exclude(pk=flow_id).get().pk
+    new_id = FlowRun.objects.exclude(pk=flow_id).get().pk
     page.wait_for_url(f"{server.url}/flows/{new_id}/")
     page.wait_for_selector("#flow-state-badge.s-succeeded", timeout=20000)
     screenshot(page, f"rerun-new-flow-{scheme}")
@@ -106,7 +105,7 @@ def test_rerun_with_masked_secrets_keeps_them_unless_typed_anew(
     wait_until(page, "!document.querySelector('[data-payload-submit]').disabled")
     screenshot(page, f"sec-rerun-masked-{scheme}")
     page.click("[data-payload-submit]")
-    new_id = FlowRow.objects.exclude(pk=flow_id).get().pk
+    new_id = FlowRun.objects.exclude(pk=flow_id).get().pk
     page.wait_for_url(f"{server.url}/flows/{new_id}/")
     page.wait_for_selector("#flow-state-badge.s-succeeded", timeout=20000)
 

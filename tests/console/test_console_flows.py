@@ -16,8 +16,7 @@ from django.utils import timezone
 from queue_engine import ops, reads
 from queue_engine.console.roles import ensure_roles
 from queue_engine.flows import Flow
-from queue_engine.models import AuditEvent, Job, JobRecord
-from queue_engine.models import Flow as FlowRow
+from queue_engine.models import AuditEvent, FlowRun, Job, JobRecord
 from tests.support import jobs
 from tests.support.console_data import XSS
 from tests.support.flow_nodes import end_node
@@ -102,7 +101,7 @@ def test_flows_list_filters_by_state_and_name(as_role: Callable[[str], Client]) 
 def test_flows_list_pages_by_id(as_role: Callable[[str], Client]) -> None:
     ids = [etl(f"flow {i}") for i in range(5)]
     for flow_id in ids:
-        assert FlowRow.objects.filter(pk=flow_id).exists()
+        assert FlowRun.objects.filter(pk=flow_id).exists()
 
     first = reads.list_flows(limit=2)
     second = reads.list_flows(before=first.older, limit=2)
@@ -181,7 +180,7 @@ def test_a_flow_with_removed_nodes_says_so(as_role: Callable[[str], Client]) -> 
     html = page(as_role("viewer"), f"/flows/{flow_id}/")
 
     assert 'class="badge s-cancelled" id="flow-state-badge">cancelled' in html
-    removed = FlowRow.objects.get(pk=flow_id).removed_nodes
+    removed = FlowRun.objects.get(pk=flow_id).removed_nodes
     assert removed > 1 and f"<b>{removed}</b> removed" in html
 
 
@@ -250,7 +249,7 @@ def test_cancel_flow_confirms_then_cancels_and_audits(as_role: Callable[[str], C
     )
 
     assert "5 nodes cancelled" in done.content.decode()
-    assert FlowRow.objects.get(pk=flow_id).state == "cancelled"
+    assert FlowRun.objects.get(pk=flow_id).state == "cancelled"
     assert AuditEvent.objects.filter(action="cancel_flow", target=str(flow_id)).exists()
 
 
@@ -265,7 +264,7 @@ def test_requeue_applies_only_to_failed_flows(as_role: Callable[[str], Client]) 
 
     operator.post(f"/flows/{failed}/action/", {"action": "requeue", "confirm": "yes"})
     assert Job.objects.get(flow_id=failed, node_key="extract").state == "available"
-    assert FlowRow.objects.get(pk=failed).state == "running"
+    assert FlowRun.objects.get(pk=failed).state == "running"
 
 
 def test_rerun_opens_the_new_flow(as_role: Callable[[str], Client]) -> None:
@@ -275,7 +274,7 @@ def test_rerun_opens_the_new_flow(as_role: Callable[[str], Client]) -> None:
         f"/flows/{flow_id}/action/", {"action": "rerun", "confirm": "yes"}
     )
 
-    new = FlowRow.objects.get(rerun_of=flow_id)
+    new = FlowRun.objects.get(rerun_of=flow_id)
     assert response.status_code == 302 and response["Location"] == f"/flows/{new.id}/"
     assert Job.objects.filter(flow_id=new.id).count() == 5
 

@@ -10,8 +10,7 @@ import pytest
 from django.test import Client
 
 from queue_engine.flows import Flow
-from queue_engine.models import AuditEvent, Job, JobRecord
-from queue_engine.models import Flow as FlowRow
+from queue_engine.models import AuditEvent, FlowRun, Job, JobRecord
 from tests.support import jobs
 from tests.support.flow_helpers import succeed_by_hand
 
@@ -54,7 +53,7 @@ def test_a_payload_that_does_not_fit_is_refused_and_nothing_is_written(
     assert unknown.status_code == 422
     assert "does not fit its kind" in unknown.content.decode()
     assert "{&quot;colour&quot;: &quot;red&quot;}" in unknown.content.decode()  # kept to fix
-    assert FlowRow.objects.count() == 1 and not AuditEvent.objects.exists()
+    assert FlowRun.objects.count() == 1 and not AuditEvent.objects.exists()
 
 
 def test_rerunning_makes_a_new_flow_and_audits_the_change(operator: Client) -> None:
@@ -65,7 +64,7 @@ def test_rerunning_makes_a_new_flow_and_audits_the_change(operator: Client) -> N
         {"node": "parse", "payload": '{"label": "parse v2", "fail": false}'},
     )
 
-    new_id = FlowRow.objects.exclude(pk=flow_id).get().pk
+    new_id = FlowRun.objects.exclude(pk=flow_id).get().pk
     assert response.status_code == 302 and response["Location"] == f"/flows/{new_id}/"
     reused = JobRecord.objects.get(flow_id=new_id, node_key="fetch")
     assert reused.result == {"rows": 3} and reused.meta["reused_from"]["flow"] == flow_id
@@ -121,7 +120,7 @@ def rerun_with(operator: Client, flow_id: int, edit: dict[str, object]) -> tuple
         f"/flows/{flow_id}/rerun/", {"node": "sync", "payload": json.dumps({**shown, **edit})}
     )
     assert response.status_code == 302, response.content.decode()
-    return FlowRow.objects.latest("pk").pk, operator.get("/audit/").content.decode()
+    return FlowRun.objects.latest("pk").pk, operator.get("/audit/").content.decode()
 
 
 def test_the_rerun_editor_shows_secrets_masked(operator: Client) -> None:
@@ -178,4 +177,4 @@ def test_a_mask_with_no_original_value_is_refused(operator: Client) -> None:
 
     assert response.status_code == 422
     assert "The payload still reads ******** at hosts[0].secret" in response.content.decode()
-    assert FlowRow.objects.count() == 1
+    assert FlowRun.objects.count() == 1

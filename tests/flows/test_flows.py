@@ -18,11 +18,11 @@ from queue_engine.definitions import Backoff
 from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.exceptions import FlowError
 from queue_engine.flows import Flow
-from queue_engine.models import Flow as FlowRow
 from queue_engine.models import (
     FlowCountdown,
     FlowEdge,
     FlowRelease,
+    FlowRun,
     Job,
     JobRecord,
     WorkerProcess,
@@ -391,7 +391,7 @@ def test_rerun_flow_clones_the_whole_flow(workers: Workers) -> None:
     assert new_id != flow_id
     flow_state(new_id, "succeeded")
     assert records(new_id)["b"].result == 2
-    assert FlowRow.objects.get(pk=new_id).rerun_of == flow_id
+    assert FlowRun.objects.get(pk=new_id).rerun_of == flow_id
     # The node's own options come along, its backoff too.
     clone = records(new_id)["a"]
     assert (Backoff.from_json(clone.backoff), clone.max_attempts) == (Backoff.fixed(7), 4)
@@ -413,7 +413,7 @@ def test_cancel_cascades_to_dependants_and_cancel_flow(workers: Workers) -> None
     assert not Job.objects.filter(flow_id=flow_id, node_key__in=["child", "grandchild"]).exists()
     wait_for(lambda: JobRecord.objects.filter(pk=slow.id, state="cancelled").exists(), timeout=5)
     assert set(Job.objects.filter(flow_id=flow_id).values_list("node_key", flat=True)) == {"other"}
-    assert FlowRow.objects.get(pk=flow_id).state == "running"  # "other" still runs
+    assert FlowRun.objects.get(pk=flow_id).state == "running"  # "other" still runs
 
     assert ops_flows.cancel_flow(flow_id, actor="ops") == 1
     flow_state(flow_id, "cancelled")
@@ -469,7 +469,7 @@ def test_bad_graphs_are_rejected_before_anything_is_written(
         build(flow)
         flow.submit()
 
-    assert not FlowRow.objects.exists() and not Job.objects.exists()
+    assert not FlowRun.objects.exists() and not Job.objects.exists()
     assert not FlowEdge.objects.exists()
 
 
@@ -488,7 +488,7 @@ def test_a_dedup_key_a_live_job_holds_names_the_node_and_the_caller_goes_on(
             flow.submit()
         Job.objects.filter(pk=held).update(priority=3)  # the transaction is still usable
 
-    assert not FlowRow.objects.exists() and not FlowEdge.objects.exists()
+    assert not FlowRun.objects.exists() and not FlowEdge.objects.exists()
     assert list(Job.objects.values_list("pk", "priority")) == [(held, 3)]
 
 

@@ -10,8 +10,7 @@ from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.enqueueing.single import enqueue
 from queue_engine.exceptions import OpsError
 from queue_engine.flows import Flow
-from queue_engine.models import AuditEvent, FlowCountdown, Job, JobRecord
-from queue_engine.models import Flow as FlowRow
+from queue_engine.models import AuditEvent, FlowCountdown, FlowRun, Job, JobRecord
 from queue_engine.ops import flows as ops_flows
 from tests.support import jobs
 from tests.support.flow_helpers import flow_state
@@ -83,7 +82,7 @@ def test_removing_a_flows_last_live_node_ends_the_flow() -> None:
     ops.remove_job(a.id, actor="ops")  # and b, downstream of it
 
     assert not Job.objects.filter(flow_id=flow_id).exists()
-    row = FlowRow.objects.get(pk=flow_id)
+    row = FlowRun.objects.get(pk=flow_id)
     # Nothing of it ran: it did not succeed.
     assert (row.state, row.removed_nodes) == ("cancelled", 2)
     assert row.finished_at is not None
@@ -101,7 +100,7 @@ def test_a_flow_whose_failed_branch_was_removed_ends_cancelled_not_succeeded(
         "a"
     ]
     assert not Job.objects.filter(flow_id=flow_id).exists()
-    row = FlowRow.objects.get(pk=flow_id)
+    row = FlowRun.objects.get(pk=flow_id)
     assert (row.state, row.removed_nodes) == ("cancelled", 3)
 
 
@@ -193,7 +192,7 @@ def test_requeue_and_rerun_refuse_a_flow_whose_parents_history_is_gone(
 
     # Nothing was changed: the dead node is still there to look at.
     assert JobRecord.objects.get(flow_id=flow_id, node_key="bad").state == "failed"
-    assert FlowRow.objects.get(pk=flow_id).state == "failed"
+    assert FlowRun.objects.get(pk=flow_id).state == "failed"
 
 
 def test_a_flow_whose_running_node_was_cancelled_runs_until_the_handler_stops(
@@ -209,7 +208,7 @@ def test_a_flow_whose_running_node_was_cancelled_runs_until_the_handler_stops(
     ops_flows.cancel_flow(flow_id, actor="ops")
 
     # Its handler still runs: the flow is not over, and cannot be requeued yet.
-    row = FlowRow.objects.get(pk=flow_id)
+    row = FlowRun.objects.get(pk=flow_id)
     assert (row.state, row.finished_at) == ("running", None)
     with pytest.raises(OpsError, match="it is running"):
         ops_flows.requeue_flow(flow_id, actor="ops")

@@ -6,8 +6,7 @@ import pytest
 
 from queue_engine import ops
 from queue_engine.flows import Flow
-from queue_engine.models import Flow as FlowRow
-from queue_engine.models import Job, JobRecord
+from queue_engine.models import FlowRun, Job, JobRecord
 from tests.support import jobs
 from tests.support.workers import Workers, wait_for
 
@@ -28,12 +27,12 @@ def test_a_failed_flow_ends_only_when_its_other_branches_have(
     flow_id = submit_two_branches("half-failed", fail=True)
     workers.run_burst("--queues", "flows")
 
-    failed = FlowRow.objects.get(pk=flow_id)
+    failed = FlowRun.objects.get(pk=flow_id)
     assert (failed.state, failed.finished_at) == ("failed", None)  # "other" can still run
 
     workers.run_burst("--queues", "elsewhere")
 
-    ended = FlowRow.objects.get(pk=flow_id)
+    ended = FlowRun.objects.get(pk=flow_id)
     other = JobRecord.objects.get(flow_id=flow_id, node_key="other")
     assert ended.state == "failed" and other.state == "succeeded"
     assert ended.finished_at is not None and ended.finished_at >= other.finished_at
@@ -47,11 +46,11 @@ def test_a_cancelled_node_cancels_its_flow_only_once_nothing_else_can_run(
 
     ops.cancel_job(Job.objects.get(flow_id=flow_id, node_key="bad").id, actor="alice")
 
-    running = FlowRow.objects.get(pk=flow_id)
+    running = FlowRun.objects.get(pk=flow_id)
     assert (running.state, running.finished_at) == ("running", None)
     workers.run_burst("--queues", "elsewhere")
-    wait_for(lambda: FlowRow.objects.get(pk=flow_id).state == "cancelled", timeout=10)
-    ended = FlowRow.objects.get(pk=flow_id)
+    wait_for(lambda: FlowRun.objects.get(pk=flow_id).state == "cancelled", timeout=10)
+    ended = FlowRun.objects.get(pk=flow_id)
     other = JobRecord.objects.get(flow_id=flow_id, node_key="other")
     assert other.state == "succeeded"
     assert ended.finished_at is not None and ended.finished_at >= other.finished_at

@@ -8,8 +8,7 @@ from django.db import connection
 from queue_engine import ops
 from queue_engine.exceptions import OpsError
 from queue_engine.flows import Flow
-from queue_engine.models import AuditEvent
-from queue_engine.models import Flow as FlowRow
+from queue_engine.models import AuditEvent, FlowRun
 from tests.support import jobs
 from tests.support.flow_helpers import flow_settled, flow_state, records
 from tests.support.workers import Workers
@@ -50,7 +49,7 @@ def test_rerun_from_a_node_reuses_upstream_and_runs_it_with_the_new_input(
 
     flow_state(new_id, "succeeded")
     new = records(new_id)
-    assert FlowRow.objects.get(pk=new_id).rerun_of == old_id
+    assert FlowRun.objects.get(pk=new_id).rerun_of == old_id
     # Reused: not run again, their old results kept, and where they came from said.
     for key in ("root", "left"):
         assert new[key].result == old[key].result
@@ -80,5 +79,5 @@ def test_rerun_from_refuses_an_unknown_node_and_a_payload_that_does_not_fit(
         ops.rerun_flow_from(old_id, "right", {"colour": "blue"})
     with pytest.raises(OpsError, match="must be a JSON object"):
         ops.rerun_flow_from(old_id, "right", ["not", "an", "object"])  # type: ignore[arg-type]
-    assert FlowRow.objects.count() == 1  # nothing was written
+    assert FlowRun.objects.count() == 1  # nothing was written
     assert not AuditEvent.objects.exists()

@@ -11,8 +11,7 @@ from django.utils import timezone
 
 from queue_engine import reads
 from queue_engine.flows import Flow
-from queue_engine.models import Flow as FlowRow
-from queue_engine.models import Job
+from queue_engine.models import FlowRun, Job
 from tests.support import jobs
 from tests.support.flow_nodes import end_node
 
@@ -43,12 +42,12 @@ def test_the_timeline_splits_each_node_and_marks_the_chain_that_decided_the_flow
     flow_id = flow.submit()
     t0 = timezone.now() - timedelta(minutes=5)
     Job.objects.filter(flow_id=flow_id).update(created_at=t0, run_at=t0)
-    FlowRow.objects.filter(pk=flow_id).update(created_at=t0)
+    FlowRun.objects.filter(pk=flow_id).update(created_at=t0)
     end(flow_id, "extract", t0 + seconds(1), t0 + seconds(2), [])
     end(flow_id, "fast", t0 + seconds(3), t0 + seconds(4), [])
     end(flow_id, "slow", t0 + seconds(6), t0 + seconds(10), [t0 + seconds(4)])
     end(flow_id, "load", t0 + seconds(11), t0 + seconds(12), [])
-    FlowRow.objects.filter(pk=flow_id).update(finished_at=t0 + seconds(12))
+    FlowRun.objects.filter(pk=flow_id).update(finished_at=t0 + seconds(12))
 
     graph = reads.flow_graph(flow_id)
     assert graph is not None
@@ -126,11 +125,11 @@ def test_a_failed_flow_s_critical_path_ends_at_the_node_that_failed() -> None:
     flow_id = flow.submit()
     t0 = timezone.now() - timedelta(minutes=5)
     Job.objects.filter(flow_id=flow_id).update(created_at=t0, run_at=t0)
-    FlowRow.objects.filter(pk=flow_id).update(created_at=t0)
+    FlowRun.objects.filter(pk=flow_id).update(created_at=t0)
     end(flow_id, "extract", t0 + seconds(1), t0 + seconds(2), [])
     end_node(flow_id, "bad", "failed", started=t0 + seconds(3), finished=t0 + seconds(4))
     end(flow_id, "other", t0 + seconds(3), t0 + seconds(10), [])  # ends after `bad` died
-    FlowRow.objects.filter(pk=flow_id).update(finished_at=t0 + seconds(10))
+    FlowRun.objects.filter(pk=flow_id).update(finished_at=t0 + seconds(10))
 
     graph = reads.flow_graph(flow_id)
     assert graph is not None and graph.flow.state == "failed"

@@ -12,8 +12,7 @@ from django.db.models import Model, QuerySet
 
 from jobsite import demo
 from queue_engine import ops
-from queue_engine.models import AuditEvent, FlowEdge, Job, JobLog, JobRecord, Schedule
-from queue_engine.models import Flow as FlowRow
+from queue_engine.models import AuditEvent, FlowEdge, FlowRun, Job, JobLog, JobRecord, Schedule
 from tests.support.workers import Workers, wait_for
 
 pytestmark = pytest.mark.slow
@@ -31,15 +30,15 @@ def eventually[M: Model](rows: QuerySet[M]) -> M:
     return found
 
 
-def flow_named(name: str, state: str) -> FlowRow:
-    return eventually(FlowRow.objects.filter(name=name, state=state))
+def flow_named(name: str, state: str) -> FlowRun:
+    return eventually(FlowRun.objects.filter(name=name, state=state))
 
 
 def record(dedup_key: str, state: str) -> JobRecord:
     return eventually(JobRecord.objects.filter(dedup_key=dedup_key, state=state))
 
 
-def nodes(flow: FlowRow) -> dict[str, JobRecord]:
+def nodes(flow: FlowRun) -> dict[str, JobRecord]:
     return {str(r.node_key): r for r in JobRecord.objects.filter(flow_id=flow.pk)}
 
 
@@ -72,7 +71,7 @@ def test_load_demo_twice_then_a_worker_fills_every_page(workers: Workers) -> Non
         )
     )
     assert len(seeded) == 17 and set(seeded.values()) == {1}
-    assert FlowRow.objects.filter(name__in=[catalogue.name, invoicing.name]).count() == 2
+    assert FlowRun.objects.filter(name__in=[catalogue.name, invoicing.name]).count() == 2
     assert sorted(Schedule.objects.filter(enabled=True).values_list("name", flat=True)) == sorted(
         demo.SCHEDULE_NAMES
     )

@@ -4,24 +4,23 @@ from __future__ import annotations
 
 from django.db import connection
 
-from queue_engine.models import Flow as FlowRow
-from queue_engine.models import JobRecord
+from queue_engine.models import FlowRun, JobRecord
 from tests.support.workers import wait_for
 
 
-def flow_state(flow_id: int, state: str, timeout: float = 30) -> FlowRow:
+def flow_state(flow_id: int, state: str, timeout: float = 30) -> FlowRun:
     return wait_for(
-        lambda: FlowRow.objects.filter(pk=flow_id, state=state).first(),
+        lambda: FlowRun.objects.filter(pk=flow_id, state=state).first(),
         timeout=timeout,
         message=f"flow {flow_id} to be {state}",
     )
 
 
-def flow_settled(flow_id: int, state: str, timeout: float = 30) -> FlowRow:
+def flow_settled(flow_id: int, state: str, timeout: float = 30) -> FlowRun:
     """The flow in `state` with nothing of it left to run (its finished_at set). A flow
     is failed from its first failed node on, while its other nodes may still run."""
     return wait_for(
-        lambda: FlowRow.objects.filter(pk=flow_id, state=state, finished_at__isnull=False).first(),
+        lambda: FlowRun.objects.filter(pk=flow_id, state=state, finished_at__isnull=False).first(),
         timeout=timeout,
         message=f"flow {flow_id} to be {state} with nothing left to run",
     )

@@ -13,8 +13,8 @@ from django.db import connection
 
 from queue_engine import history
 from queue_engine.models import (
-    Flow,
     FlowEdge,
+    FlowRun,
     JobLog,
     JobRecord,
     JobStep,
@@ -54,7 +54,7 @@ def rolled_up_to(moment: datetime) -> None:
     RollupState.objects.update_or_create(name="metrics", defaults={"rolled_up_to": moment})
 
 
-def ended(finished: datetime, *, state: str = "succeeded", flow: Flow | None = None) -> JobRecord:
+def ended(finished: datetime, *, state: str = "succeeded", flow: FlowRun | None = None) -> JobRecord:
     return JobRecord(
         id=next(ids),
         queue="gc",
@@ -124,7 +124,7 @@ def test_a_leaf_past_its_states_longest_window_goes_whole_with_its_logs(conninfo
     windows(succeeded=3600)
     now = database_now()
     rolled_up_to(now)
-    running = Flow.objects.create(name="slow", state="running")
+    running = FlowRun.objects.create(name="slow", state="running")
     old = add_leaf("succeeded", now - 3 * HOUR, now - 2 * HOUR)
     recent = add_leaf("succeeded", now - HOUR / 2, now - HOUR / 4)
     gone = [ended(now - 2.5 * HOUR) for _ in range(50)]
@@ -221,7 +221,7 @@ def test_an_ended_flow_goes_with_its_last_node(conninfo: str) -> None:
     now = database_now()
     rolled_up_to(now)
     old = add_leaf("succeeded", now - 3 * HOUR, now - 2 * HOUR)
-    emptied, still_kept = (Flow.objects.create(name=n, state="failed") for n in ("a", "b"))
+    emptied, still_kept = (FlowRun.objects.create(name=n, state="failed") for n in ("a", "b"))
     nodes = [ended(now - 2.5 * HOUR, flow=emptied), ended(now - 2.5 * HOUR, flow=still_kept)]
     dead = ended(now - 2.5 * HOUR, state="failed", flow=still_kept)  # a week's window
     JobRecord.objects.bulk_create([*nodes, dead])
@@ -235,7 +235,7 @@ def test_an_ended_flow_goes_with_its_last_node(conninfo: str) -> None:
     kept = run_service(conninfo, keep_partitions)
 
     assert kept.dropped == 1 and old not in {leaf.name for leaf in leaves()}
-    assert list(Flow.objects.values_list("name", flat=True)) == ["b"]
+    assert list(FlowRun.objects.values_list("name", flat=True)) == ["b"]
     assert list(FlowEdge.objects.values_list("flow_id", flat=True)) == [still_kept.pk]
 
 

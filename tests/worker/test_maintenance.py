@@ -17,7 +17,7 @@ from django.db import connection
 
 from queue_engine import sql
 from queue_engine.models import (
-    Flow,
+    FlowRun,
     JobLog,
     JobRecord,
     MetricBucket,
@@ -117,7 +117,7 @@ def test_gc_keeps_the_ended_nodes_of_a_flow_still_running(conninfo: str) -> None
     QueueConfig.objects.create(name="gc", retain_succeeded=60)
     now = database_now()
     rolled_up_to(now)
-    running, ended = (Flow.objects.create(name="slow", state=s) for s in ("running", "failed"))
+    running, ended = (FlowRun.objects.create(name="slow", state=s) for s in ("running", "failed"))
     old = now - timedelta(hours=1)
     nodes = [record(old), record(old), record(old)]
     for node, flow in zip(nodes, [running, ended, None], strict=True):
@@ -129,7 +129,7 @@ def test_gc_keeps_the_ended_nodes_of_a_flow_still_running(conninfo: str) -> None
     # The running flow's children still to run need the parent's output; the ended
     # flow goes with its last node.
     assert list(JobRecord.objects.values_list("id", flat=True)) == [nodes[0].id]
-    assert list(Flow.objects.values_list("id", flat=True)) == [running.pk]
+    assert list(FlowRun.objects.values_list("id", flat=True)) == [running.pk]
 
 
 def test_gc_deletes_in_bounded_batches(conninfo: str) -> None:
