@@ -13,6 +13,8 @@
 | JOBSITE_JOB_MODULES   | (none)                           | extra modules with @job kinds, comma sep |
 | JOBSITE_TRUSTED_PROXIES | (none)                         | reverse proxies (addresses or networks,  |
 |                       |                                  | comma sep) whose X-Forwarded-For is read |
+| JOBSITE_LIVE_UPDATES  | auto                             | QUEUE_ENGINE["LIVE_UPDATES"]: auto, websocket |
+|                       |                                  | or poll                                  |
 """
 
 from __future__ import annotations
@@ -168,7 +170,7 @@ LOGOUT_REDIRECT_URL = "queue_engine:login"
 
 TASKS = {"default": {"BACKEND": "queue_engine.tasks_backend.QueueEngineBackend"}}
 
-# Engine options; every key and its default is documented in queue_engine/conf.py.
+# Engine options; every key and its default: docs/reference/settings.md.
 QUEUE_ENGINE: dict[str, Any] = {
     "JOB_MODULES": [
         "jobsite.demo_jobs",
@@ -177,6 +179,8 @@ QUEUE_ENGINE: dict[str, Any] = {
     "TRUSTED_PROXIES": [
         p.strip() for p in os.environ.get("JOBSITE_TRUSTED_PROXIES", "").split(",") if p.strip()
     ],
+    # "auto": daphne serves the console's websockets (jobsite/asgi.py), so pages connect one.
+    "LIVE_UPDATES": os.environ.get("JOBSITE_LIVE_UPDATES", "auto"),
 }
 
 LOGGING = {

@@ -348,8 +348,8 @@
     if (!root.querySelector || !document.querySelector("[data-poll]")) return;
     document.querySelectorAll("[data-live]").forEach(function (el) {
       el.classList.add("on", "polling");
-      el.title = "Refreshes every few seconds (this site serves no websocket for live updates)";
-      if (el.textContent) el.textContent = "Refreshing";
+      el.title = "This site serves no websocket for live updates: the page refreshes itself every 5 s";
+      if (el.textContent) el.textContent = "Every 5 s";
     });
   }
   document.addEventListener("DOMContentLoaded", function () { markPolling(document); });
