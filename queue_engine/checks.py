@@ -143,6 +143,14 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
                 id="queue_engine.E007",
             )
         )
+    log_format = option("LOG_FORMAT")
+    if log_format not in ("text", "json"):
+        errors.append(
+            checks.Error(
+                f"QUEUE_ENGINE['LOG_FORMAT'] must be 'text' or 'json', not {log_format!r}.",
+                id="queue_engine.E011",
+            )
+        )
     masked = option("CONSOLE_MASKED_KEYS")
     if not isinstance(masked, list | tuple | set | frozenset) or not all(
         isinstance(word, str) for word in masked

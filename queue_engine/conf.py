@@ -20,6 +20,7 @@
 | SCHEDULES                | {}           | recurring jobs declared when a worker starts (below)      |
 | HEALTH_XMIN_AGE          | 60           | seconds after which an open transaction (or prepared one, or a replication slot) that holds back vacuum is named on the overview |
 | HEALTH_DEAD_ROWS         | 100000       | dead rows in the live job table (and more than its live ones) from which the overview warns |
+| LOG_FORMAT               | "text"       | how `runworker` writes its log: "text", or "json" (one JSON object a line: time, level, logger, message, and job_id, kind, queue, attempt, worker when they apply); `runworker --log-format` overrides it |
 | METRICS_TOKEN            | None         | set: GET /metrics answers Prometheus, to requests that send `Authorization: Bearer <token>`; unset: /metrics is off (404) |
 
 SCHEDULES maps a unique name to a schedule, declared idempotently by every
@@ -102,6 +103,7 @@ DEFAULTS: dict[str, Any] = {
     "CONSOLE_STATEMENT_TIMEOUT": 3,
     "SCHEDULES": {},
     "METRICS_TOKEN": None,
+    "LOG_FORMAT": "text",
     "HEALTH_XMIN_AGE": 60,
     "HEALTH_DEAD_ROWS": 100_000,
     # Seconds a leaf of the partitioned history spans; None: a quarter of the longest
