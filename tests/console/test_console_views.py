@@ -522,8 +522,8 @@ ACTIONS = [
     ("/queues/billing/redrive/", lambda d: {"confirm": "yes"}),
     ("/schedules/action/", lambda d: {"name": "digest", "action": "disable"}),
     ("/schedules/action/", lambda d: {"name": "digest", "action": "run_now"}),
-    ("/queues/emails/pause/", lambda d: {}),
-    ("/queues/emails/resume/", lambda d: {}),
+    ("/queues/emails/pause/", lambda d: {"confirm": "yes"}),
+    ("/queues/emails/resume/", lambda d: {"confirm": "yes"}),
 ]
 
 
@@ -633,13 +633,32 @@ def test_queue_redrive_all_confirms_then_redrives(operator: Client, data: Consol
     assert AuditEvent.objects.filter(action="redrive_queue", target="billing").exists()
 
 
-def test_pause_and_resume_a_queue(operator: Client, data: ConsoleData) -> None:
-    operator.post("/queues/emails/pause/")
-    assert QueueConfig.objects.get(name="emails").paused
-    assert "Resume" in text_of(operator.get("/queues/emails/"))
+def test_pause_and_resume_a_queue_ask_first_as_a_kind_does(
+    operator: Client, data: ConsoleData
+) -> None:
+    asked = text_of(operator.post("/queues/emails/pause/"))
+    unchanged = QueueConfig.objects.get(name="emails").paused
+    audited = AuditEvent.objects.filter(action="pause_queue").exists()
+    operator.post("/queues/emails/pause/", {"confirm": "yes"})
+    paused = QueueConfig.objects.get(name="emails").paused
+    page = text_of(operator.get("/queues/emails/"))
+    asked_resume = text_of(operator.post("/queues/emails/resume/"))
+    still_paused = QueueConfig.objects.get(name="emails").paused
+    operator.post("/queues/emails/resume/", {"confirm": "yes"})
 
-    operator.post("/queues/emails/resume/")
+    assert 'Pause queue <span class="mono">emails</span>?' in asked
+    assert "Its <b>6</b> waiting jobs stay queued" in asked
+    assert not unchanged and not audited
+    assert paused and "Resume…" in page
+    assert "Workers take its jobs again at once: <b>6</b> jobs wait." in asked_resume
+    assert still_paused
     assert not QueueConfig.objects.get(name="emails").paused
+
+
+def test_the_queue_page_crumb_leads_to_the_queues(viewer: Client, data: ConsoleData) -> None:
+    page = text_of(viewer.get("/queues/emails/"))
+
+    assert '<div class="crumbs"><a href="/queues/">Queues</a> / emails</div>' in page
 
 
 def matching_form(action: str, confirm: bool = False, **filters: str) -> dict[str, str]:
@@ -749,7 +768,7 @@ def test_any_queue_name_has_its_own_page_and_actions(operator: Client, name: str
     assert page_url.count("/") == 3  # /queues/<one segment>/
     page = text_of(operator.get(page_url))
     assert f"<title>Queue {escape(name)}" in page
-    operator.post(pause_url)
+    operator.post(pause_url, {"confirm": "yes"})
 
     assert QueueConfig.objects.get(name=name).paused
     assert operator.get("/queues/bad~x/").status_code == 404  # not an escape a name makes
