@@ -51,6 +51,11 @@ def running_by_worker(limit: int = BUSY_LIMIT) -> tuple[dict[str, list[Job]], bo
     return busy, len(rows) > limit
 
 
+def audit_actions() -> list[str]:
+    """The actions the audit log holds, for its filter: an operator picks, not guesses."""
+    return sorted(AuditEvent.objects.values_list("action", flat=True).distinct().order_by())
+
+
 def audit_page(
     before: int | None, actor: str = "", action: str = "", limit: int = PAGE_SIZE
 ) -> tuple[list[AuditEvent], int | None]:

@@ -289,6 +289,19 @@ def test_audit_log_lists_actions(viewer: Client, data: ConsoleData) -> None:
     assert "redrive" in page and "admin" in page
 
 
+def test_the_audit_action_filter_offers_the_actions_recorded(
+    viewer: Client, data: ConsoleData
+) -> None:
+    AuditEvent.objects.create(actor="ops", action="pause_queue", target_type="queue", target="x")
+
+    page = text_of(viewer.get("/audit/?action=pause_queue"))
+    options = re.findall(r'<option value="([^"]*)"( selected)?>', page.split('id="a-action"')[1])
+
+    assert options[0] == ("", "")  # any action
+    assert [value for value, _ in options[1:]] == ["pause_queue", "redrive", "schedule_create"]
+    assert dict(options)["pause_queue"] == " selected"
+
+
 def test_queue_page_shows_counts_and_config(viewer: Client, data: ConsoleData) -> None:
     page = text_of(viewer.get("/queues/billing/"))
 

@@ -22,6 +22,7 @@ def audit_context(request: HttpRequest) -> dict[str, Any]:
         "before": before,
         "actor": actor,
         "action": action,
+        "actions": sorted({*reads.audit_actions(), *([action] if action else [])}),
     }
 
 
