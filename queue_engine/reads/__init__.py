@@ -12,6 +12,7 @@ the few rows it has not seen yet, and lists page by id under CONSOLE_STATEMENT_T
     failures   recent failures, dead-letter groups   activity  workers, the audit log
     timeline   a flow's nodes over time, its critical path
     kinds      every job kind: its jobs by state, its last hour, paused or not
+    schedules  the last fires of schedules, the jobs they enqueued
     timeout    the statement timeout they run under
     health     what holds vacuum back from the live table, and its dead rows
 """
@@ -25,6 +26,7 @@ from queue_engine.reads.health import *  # noqa: F403
 from queue_engine.reads.jobs import *  # noqa: F403
 from queue_engine.reads.kinds import *  # noqa: F403
 from queue_engine.reads.queues import *  # noqa: F403
+from queue_engine.reads.schedules import *  # noqa: F403
 from queue_engine.reads.series import *  # noqa: F403
 from queue_engine.reads.timeline import *  # noqa: F403
 from queue_engine.reads.timeout import *  # noqa: F403

@@ -966,3 +966,26 @@ def test_the_state_filter_says_dead_as_the_badges_do_and_takes_either_word(
     assert current.strip() == "Dead"
     assert f'id="job-row-{data.dead[0].id}"' in by_word
     assert by_word.count('id="job-row-') == by_value.count('id="job-row-') > 0
+
+
+def test_schedules_show_their_last_fires_with_links_to_the_jobs(
+    viewer: Client, data: ConsoleData
+) -> None:
+    from queue_engine import schedules
+
+    ended = console_data.record(
+        "failed",
+        kind="demo.send_email",
+        meta={"schedule": "digest", "fire_time": "2026-01-02T03:04:05+00:00"},
+    )
+    live = schedules.run_now("digest")  # waiting
+    other = console_data.record("succeeded", kind="demo.send_email", meta={"schedule": "x"})
+
+    page = text_of(viewer.get("/schedules/"))
+    row = page.split('<span class="name">digest</span>', 1)[1].split("</tr>", 1)[0]
+    links = re.findall(r'<a href="/jobs/(\d+)/" title="Job #\d+: ([^",]+)', row)
+
+    assert [int(job_id) for job_id, _ in links] == [live.id, ended.id]  # newest first
+    assert dict(links)[str(ended.id)] == "dead"
+    assert "fired for 2026-01-02 03:04:05" in row
+    assert f"/jobs/{other.id}/" not in row
