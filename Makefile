@@ -48,6 +48,10 @@ demo: install db-start
 	$(PY) manage.py ensure_admin
 	$(PY) manage.py load_demo
 
+# daphne's line per HTTP request and websocket event only with JOBSITE_ACCESS_LOG=1 (and
+# Django's WARNING per 4xx: jobsite/settings.py), so that the worker's lines stand out.
+DAPHNE_ACCESS_LOG := $(if $(filter 1 true yes on,$(JOBSITE_ACCESS_LOG)),--access-log -,--access-log /dev/null)
+
 # Ctrl-C: the worker gives running jobs 5 s (the demo's sales report runs 30 s) and the
 # rest back to their queue; a second Ctrl-C aborts it at once. The terminal's SIGINT
 # reaches neither daphne (a background command ignores it) nor the worker (in a session
@@ -57,7 +61,7 @@ demo: install db-start
 run: install db-start $(SETUP)
 	@echo "console: http://$(HOST):$(PORT)/   (Ctrl-C stops the site, the worker and the embedded Postgres)"
 	@setsid $(PY) manage.py runworker --concurrency 8 --shutdown-timeout 5 & worker=$$!; \
-	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) jobsite.asgi:application & site=$$!; \
+	$(VENV)/bin/daphne $(DAPHNE_ACCESS_LOG) -b $(HOST) -p $(PORT) jobsite.asgi:application & site=$$!; \
 	trap 'kill $$worker $$site 2>/dev/null; stopped=1' INT TERM HUP; \
 	wait $$site; status=$$?; \
 	if [ -n "$$stopped" ]; then status=0; else kill $$worker 2>/dev/null; fi; \

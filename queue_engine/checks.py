@@ -146,6 +146,14 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
                 id="queue_engine.E007",
             )
         )
+    log_format = option("LOG_FORMAT")
+    if log_format not in ("text", "json"):
+        errors.append(
+            checks.Error(
+                f"QUEUE_ENGINE['LOG_FORMAT'] must be 'text' or 'json', not {log_format!r}.",
+                id="queue_engine.E027",
+            )
+        )
     for name in ("CONSOLE_MASKED_KEYS", "CONSOLE_MASKED_KEY_PARTS"):
         masked = option(name)
         if not isinstance(masked, list | tuple | set | frozenset) or not all(

@@ -59,6 +59,7 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_FAILURE_WINDOW": 60,
     "TRUSTED_PROXIES": [],
     "SIGN_IN_ADDRESS_LIMIT": 100,
+    "LOG_FORMAT": "text",
     "HEALTH_XMIN_AGE": 60,
     "HEALTH_DEAD_ROWS": 100_000,
     # Seconds a leaf of the partitioned history spans; None: a quarter of the longest

@@ -48,6 +48,14 @@ class Registry:
         return definition
 
 
+ENGINE_KINDS = "queue_engine."  # the prefix of the engine's own kinds (the console's bulk actions)
+
+
+def is_engine_kind(kind: str) -> bool:
+    """Whether `kind` is the engine's own: the console lists it as internal, with no Pause."""
+    return kind.startswith(ENGINE_KINDS)
+
+
 def _origin(definition: JobDefinition) -> str:
     return f"{definition.func.__module__}.{definition.func.__qualname__}"
 

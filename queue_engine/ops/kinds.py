@@ -16,7 +16,7 @@ from queue_engine import sql
 from queue_engine.exceptions import OpsError
 from queue_engine.ops.changes import actor_name, audit
 from queue_engine.payloads import text_problem
-from queue_engine.registry import registry
+from queue_engine.registry import is_engine_kind, registry
 
 
 def pause_kind(kind: str, *, actor: Any = None) -> bool:
@@ -40,6 +40,11 @@ def paused_kinds() -> list[str]:
 def _set(kind: str, *, paused: bool, actor: Any) -> bool:
     verb = "pause" if paused else "resume"
     _check(kind, verb)
+    if paused and is_engine_kind(kind):
+        raise OpsError(
+            f"Cannot pause kind {kind!r}: it is the engine's own (it carries out the console's "
+            "actions); pause its queue, or cancel its jobs, instead."
+        )
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             sql.SET_KIND_PAUSED, {"kind": kind, "paused": paused, "actor": actor_name(actor)}

@@ -13,6 +13,7 @@ the few rows it has not seen yet, and lists page by id under CONSOLE_STATEMENT_T
     timeline   a flow's nodes over time, its critical path
     kinds      every job kind: its jobs by state, its last hour, paused or not
     job_counts the jobs list's counts by state under its other filters
+    schedules  the last fires of schedules, the jobs they enqueued
     timeout    the statement timeout they run under
     health     what holds vacuum back from the live table, and its dead rows
 """
@@ -22,6 +23,7 @@ from queue_engine.reads.activity import (
     BUSY_LIMIT,
     WORKER_ALIVE_AFTER,
     alive_workers,
+    audit_actions,
     audit_page,
     running_by_worker,
     workers,
@@ -103,6 +105,11 @@ from queue_engine.reads.queues import (
     queue_counts,
     queue_stats,
 )
+from queue_engine.reads.schedules import (
+    FIRES_SHOWN,
+    Fire,
+    last_fires,
+)
 from queue_engine.reads.series import (
     MAX_POINTS,
     MAX_WINDOW,
@@ -133,6 +140,7 @@ __all__ = [
     "COUNT_CAP",
     "DEAD_SCAN",
     "DIGITS",
+    "FIRES_SHOWN",
     "KIND_SCAN",
     "LIVE_SCAN",
     "LOG_TAIL",
@@ -153,6 +161,7 @@ __all__ = [
     "Failure",
     "FailureGroup",
     "FilterError",
+    "Fire",
     "FlowFilter",
     "FlowGraph",
     "FlowLink",
@@ -179,6 +188,7 @@ __all__ = [
     "TimelineRow",
     "VacuumHealth",
     "alive_workers",
+    "audit_actions",
     "audit_page",
     "capped_history_count",
     "check_filter",
@@ -198,6 +208,7 @@ __all__ = [
     "jobs_with_steps",
     "kind_failures",
     "kinds",
+    "last_fires",
     "like_pattern",
     "list_flows",
     "list_jobs",

@@ -13,6 +13,7 @@ __all__ = [
     "BUSY_LIMIT",
     "WORKER_ALIVE_AFTER",
     "alive_workers",
+    "audit_actions",
     "audit_page",
     "running_by_worker",
     "workers",
@@ -58,6 +59,11 @@ def running_by_worker(limit: int = BUSY_LIMIT) -> tuple[dict[str, list[Job]], bo
     for job in rows[:limit]:
         busy.setdefault(job.lease_owner or "", []).append(job)
     return busy, len(rows) > limit
+
+
+def audit_actions() -> list[str]:
+    """The actions the audit log holds, for its filter: an operator picks, not guesses."""
+    return sorted(AuditEvent.objects.values_list("action", flat=True).distinct().order_by())
 
 
 def audit_page(

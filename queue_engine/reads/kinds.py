@@ -9,7 +9,7 @@ from django.db import connection
 
 from queue_engine import sql
 from queue_engine.models import KindControl
-from queue_engine.registry import registry
+from queue_engine.registry import is_engine_kind, registry
 
 __all__ = [
     "KIND_SCAN",
@@ -47,6 +47,11 @@ class KindRow:
         """Failed attempts (retried or dead) per attempt that ended, over the last hour."""
         attempts = self.finished + self.retried
         return (self.failed + self.retried) / attempts if attempts else None
+
+    @property
+    def internal(self) -> bool:
+        """The engine's own kind: listed, but not offered for pause."""
+        return is_engine_kind(self.kind)
 
     def waiting(self) -> int:
         return self.live.get("available", 0) + self.live.get("scheduled", 0)

@@ -39,3 +39,27 @@ UPDATE queue_engine_schedule
        updated_at = now()
  WHERE id = %(id)s AND next_fire_at = %(expected)s
 """
+
+
+# The console's last fires of each schedule, newest first, live or ended: each table is
+# walked by kind (its index's leading column, newest first in the history) and the
+# schedule's name that every fire writes into the job's meta.
+SCHEDULE_FIRES = """
+SELECT s.name, f.id, f.state, f.fire_time, f.flow_id
+  FROM unnest(%(names)s::text[], %(kinds)s::text[]) AS s(name, kind)
+ CROSS JOIN LATERAL (
+       SELECT * FROM (
+              (SELECT j.id, j.state, j.meta->>'fire_time' AS fire_time, j.flow_id
+                 FROM queue_engine_job j
+                WHERE j.kind = s.kind AND j.meta->>'schedule' = s.name
+                ORDER BY j.id DESC LIMIT %(per)s)
+              UNION ALL
+              (SELECT r.id, r.state, r.meta->>'fire_time', r.flow_id
+                 FROM queue_engine_jobrecord r
+                WHERE r.kind = s.kind AND r.meta->>'schedule' = s.name
+                ORDER BY r.id DESC LIMIT %(per)s)
+       ) AS both_tables
+        ORDER BY id DESC LIMIT %(per)s
+       ) AS f
+ ORDER BY s.name, f.id DESC
+"""

@@ -12,7 +12,7 @@ from argparse import ArgumentParser
 from typing import Any
 
 from queue_engine.conf import option
-from queue_engine.worker.logsetup import configure_logging
+from queue_engine.worker.logsetup import LOG_FORMATS, chosen_format, configure_logging
 
 
 def add_arguments(parser: ArgumentParser) -> None:
@@ -53,6 +53,12 @@ def add_arguments(parser: ArgumentParser) -> None:
     parser.add_argument(
         "--no-leader", action="store_true", help="never run the leader services in this process"
     )
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default=None,
+        help="text, or json: one JSON object a line (default QUEUE_ENGINE['LOG_FORMAT'])",
+    )
 
 
 def split(text: str) -> list[str]:
@@ -88,13 +94,13 @@ def run(options: dict[str, Any]) -> None:
     if options["processes"] > 1:
         from queue_engine.worker.supervisor import supervise
 
-        sys.exit(supervise(options["processes"], sys.argv))
+        sys.exit(supervise(options["processes"], sys.argv, chosen_format(options["log_format"])))
     from django.db import connections
 
     from queue_engine.connections import conninfo
     from queue_engine.worker.lifecycle import Worker, WorkerOptions
 
-    configure_logging(options.get("verbosity", 1))
+    configure_logging(options.get("verbosity", 1), chosen_format(options["log_format"]))
     declare_settings()
     # Handler threads keep their Django connection between jobs, and check it only when
     # it may have been closed (worker/connections.py); a pooled connection goes back to

@@ -113,6 +113,7 @@ class Execution:
         "backoff",
         "cancel_reason",
         "cancelled",
+        "claimed_at",
         "completed_in_transaction",
         "definition",
         "flow_id",
@@ -127,6 +128,7 @@ class Execution:
         "payload",
         "queue",
         "recorded_steps",
+        "run_at",
         "spawned",
         "steps",
         "task",
@@ -157,6 +159,8 @@ class Execution:
         self.meta = job.meta
         self.outputs = job.outputs
         self.recorded_steps = job.steps
+        self.run_at = job.run_at
+        self.claimed_at = time.time()  # with run_at, the wait and run times of -v 2
         self.worker_id = worker_id
         self.output = output
         self.token = token

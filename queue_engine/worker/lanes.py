@@ -16,6 +16,7 @@ from queue_engine import sql
 from queue_engine.worker.execution import ClaimedJob, Execution, Outcome
 from queue_engine.worker.flusher import Output
 from queue_engine.worker.giveback import hand_over
+from queue_engine.worker.logsetup import report_finished
 from queue_engine.worker.options import WorkerOptions
 from queue_engine.worker.script import Prepared, Script
 from queue_engine.worker.settle import SettleBatch, refused, settle_one_by_one, why_refused
@@ -324,6 +325,7 @@ class Lanes:
         inflight = self.shared.inflight
         for outcome in outcomes:
             inflight.pop(outcome.execution.job_id, None)
+        report_finished(outcomes)
         self.shared.outcomes.extend(outcomes)
         self.shared.wakeup.set()
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from queue_engine.worker.logsetup import configure_logging
+from queue_engine.worker.logsetup import LogFormat, configure_logging
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -36,8 +36,8 @@ def child_argv(argv: list[str], index: int) -> list[str]:
     return args
 
 
-def supervise(count: int, argv: list[str]) -> int:
-    configure_logging(1)
+def supervise(count: int, argv: list[str], log_format: LogFormat = "text") -> int:
+    configure_logging(1, log_format)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "jobsite.settings")
     stopping = False
     children: dict[int, subprocess.Popen[bytes]] = {}

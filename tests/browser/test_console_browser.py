@@ -114,12 +114,14 @@ def test_pausing_a_queue_stops_claims_until_resumed(
     page = new_page("operator")
     page.goto(server.url + "/queues/default/")
 
-    page.click("button:has-text('Pause')")
+    page.click("button:has-text('Pause…')")
+    page.click("button:has-text('Pause default')")  # the confirmation
     page.wait_for_selector("#queue-badge .s-paused")
     held = jobs.noop.enqueue()
     time.sleep(1.5)
     still_waiting = Job.objects.filter(pk=held.id, state="available").exists()
-    page.click("button:has-text('Resume')")
+    page.click("button:has-text('Resume…')")
+    page.click("button:has-text('Resume default')")
 
     assert still_waiting
     wait_for(

@@ -195,7 +195,8 @@ def test_a_page_served_by_one_daphne_follows_actions_taken_through_another(
         operator.goto(f"{server.url}/queues/default/")
         delays = []
         for button, badge in (("Pause", "paused"), ("Resume", "running"), ("Pause", "paused")):
-            operator.click(f"button:has-text('{button}')")
+            operator.click(f"button:has-text('{button}…')")
+            operator.click(f"button:has-text('{button} default')")  # the confirmation
             operator.wait_for_selector(f"#queue-badge .s-{badge}")
             acted = time.monotonic()
             watcher.wait_for_selector(f"#queue-badge .s-{badge}", timeout=3000)

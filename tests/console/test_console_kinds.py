@@ -87,3 +87,24 @@ def test_a_kind_action_refuses_bad_input_and_viewers(viewer: Client, operator: C
     )
     assert "Unknown action" in bad.content.decode()
     assert not KindControl.objects.exists() and not AuditEvent.objects.exists()
+
+
+def test_the_engines_own_kinds_are_marked_internal_and_offer_no_pause(operator: Client) -> None:
+    engine_kind = "queue_engine.console.matching.run_bulk"
+    kind_jobs.other_kind.enqueue(n=1)
+
+    page = operator.get("/kinds/").content.decode()
+    row = page.split(f">{engine_kind}</a>", 1)[1].split("</tr>", 1)[0]
+    other = page.split(">tests.switch.other</a>", 1)[1].split("</tr>", 1)[0]
+    refused = operator.post(
+        "/kinds/action/", {"kind": engine_kind, "action": "pause", "confirm": "yes"}, follow=True
+    )
+
+    assert ">internal</span>" in row and 'value="pause"' not in row
+    assert ">internal</span>" not in other and 'value="pause"' in other
+    assert (
+        f"Cannot pause kind &#x27;{engine_kind}&#x27;: it is the engine&#x27;s own"
+        in refused.content.decode()
+    )
+    assert not KindControl.objects.exists()
+    assert not AuditEvent.objects.filter(action="pause_kind").exists()

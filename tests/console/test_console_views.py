@@ -289,6 +289,19 @@ def test_audit_log_lists_actions(viewer: Client, data: ConsoleData) -> None:
     assert "redrive" in page and "admin" in page
 
 
+def test_the_audit_action_filter_offers_the_actions_recorded(
+    viewer: Client, data: ConsoleData
+) -> None:
+    AuditEvent.objects.create(actor="ops", action="pause_queue", target_type="queue", target="x")
+
+    page = text_of(viewer.get("/audit/?action=pause_queue"))
+    options = re.findall(r'<option value="([^"]*)"( selected)?>', page.split('id="a-action"')[1])
+
+    assert options[0] == ("", "")  # any action
+    assert [value for value, _ in options[1:]] == ["pause_queue", "redrive", "schedule_create"]
+    assert dict(options)["pause_queue"] == " selected"
+
+
 def test_queue_page_shows_counts_and_config(viewer: Client, data: ConsoleData) -> None:
     page = text_of(viewer.get("/queues/billing/"))
 
@@ -526,8 +539,8 @@ ACTIONS = [
     ("/queues/billing/redrive/", lambda d: {"confirm": "yes"}),
     ("/schedules/action/", lambda d: {"name": "digest", "action": "disable"}),
     ("/schedules/action/", lambda d: {"name": "digest", "action": "run_now"}),
-    ("/queues/emails/pause/", lambda d: {}),
-    ("/queues/emails/resume/", lambda d: {}),
+    ("/queues/emails/pause/", lambda d: {"confirm": "yes"}),
+    ("/queues/emails/resume/", lambda d: {"confirm": "yes"}),
 ]
 
 
@@ -639,13 +652,32 @@ def test_queue_redrive_all_confirms_then_redrives(operator: Client, data: Consol
     assert AuditEvent.objects.filter(action="redrive_queue", target="billing").exists()
 
 
-def test_pause_and_resume_a_queue(operator: Client, data: ConsoleData) -> None:
-    operator.post("/queues/emails/pause/")
-    assert QueueConfig.objects.get(name="emails").paused
-    assert "Resume" in text_of(operator.get("/queues/emails/"))
+def test_pause_and_resume_a_queue_ask_first_as_a_kind_does(
+    operator: Client, data: ConsoleData
+) -> None:
+    asked = text_of(operator.post("/queues/emails/pause/"))
+    unchanged = QueueConfig.objects.get(name="emails").paused
+    audited = AuditEvent.objects.filter(action="pause_queue").exists()
+    operator.post("/queues/emails/pause/", {"confirm": "yes"})
+    paused = QueueConfig.objects.get(name="emails").paused
+    page = text_of(operator.get("/queues/emails/"))
+    asked_resume = text_of(operator.post("/queues/emails/resume/"))
+    still_paused = QueueConfig.objects.get(name="emails").paused
+    operator.post("/queues/emails/resume/", {"confirm": "yes"})
 
-    operator.post("/queues/emails/resume/")
+    assert 'Pause queue <span class="mono">emails</span>?' in asked
+    assert "Its <b>6</b> waiting jobs stay queued" in asked
+    assert not unchanged and not audited
+    assert paused and "Resume…" in page
+    assert "Workers take its jobs again at once: <b>6</b> jobs wait." in asked_resume
+    assert still_paused
     assert not QueueConfig.objects.get(name="emails").paused
+
+
+def test_the_queue_page_crumb_leads_to_the_queues(viewer: Client, data: ConsoleData) -> None:
+    page = text_of(viewer.get("/queues/emails/"))
+
+    assert '<div class="crumbs"><a href="/queues/">Queues</a> / emails</div>' in page
 
 
 def matching_form(action: str, confirm: bool = False, **filters: str) -> dict[str, str]:
@@ -755,7 +787,7 @@ def test_any_queue_name_has_its_own_page_and_actions(operator: Client, name: str
     assert page_url.count("/") == 3  # /queues/<one segment>/
     page = text_of(operator.get(page_url))
     assert f"<title>Queue {escape(name)}" in page
-    operator.post(pause_url)
+    operator.post(pause_url, {"confirm": "yes"})
 
     assert QueueConfig.objects.get(name=name).paused
     assert operator.get("/queues/bad~x/").status_code == 404  # not an escape a name makes
@@ -942,3 +974,26 @@ def test_the_state_filter_says_dead_as_the_badges_do_and_takes_either_word(
     assert by_oban_word.count('id="job-row-') == by_value.count('id="job-row-')
     assert f'id="job-row-{data.dead[0].id}"' in by_word
     assert by_word.count('id="job-row-') == by_value.count('id="job-row-') > 0
+
+
+def test_schedules_show_their_last_fires_with_links_to_the_jobs(
+    viewer: Client, data: ConsoleData
+) -> None:
+    from queue_engine import ops
+
+    ended = console_data.record(
+        "failed",
+        kind="demo.send_email",
+        meta={"schedule": "digest", "fire_time": "2026-01-02T03:04:05+00:00"},
+    )
+    live = ops.run_schedule_now("digest")  # waiting
+    other = console_data.record("succeeded", kind="demo.send_email", meta={"schedule": "x"})
+
+    page = text_of(viewer.get("/schedules/"))
+    row = page.split('<span class="name">digest</span>', 1)[1].split("</tr>", 1)[0]
+    links = re.findall(r'<a href="/jobs/(\d+)/" title="Job #\d+: ([^",]+)', row)
+
+    assert [int(job_id) for job_id, _ in links] == [live.id, ended.id]  # newest first
+    assert dict(links)[str(ended.id)] == "dead"
+    assert "fired for 2026-01-02 03:04:05" in row
+    assert f"/jobs/{other.id}/" not in row

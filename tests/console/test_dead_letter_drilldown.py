@@ -138,7 +138,8 @@ def test_a_group_redrive_is_audited_as_its_group_and_count(
     event = AuditEvent.objects.get(action="redrive_group")
     assert (event.action, event.target_type, event.count) == ("redrive_group", "dead group", 3)
     assert event.target == "billing · demo.charge_card · demo.CardDeclined"
-    row = next(r for r in audit.split("</tr>") if "redrive_group" in r)
+    rows = audit.split("<tbody", 1)[1].split("</tr>")  # past the action filter's options
+    row = next(r for r in rows if "redrive_group" in r)
     assert "dead group: queue" in row and "CardDeclined" in row and "demo.charge_card" in row
     assert '<td class="count-cell">3</td>' in row
     assert "job #" not in row

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,7 +55,7 @@ class MakeRun:
     terminal is a pseudo-terminal: a Ctrl-C written to it reaches the foreground process
     group as SIGINT, exactly as from a user's terminal."""
 
-    def __init__(self) -> None:
+    def __init__(self, **extra_env: str) -> None:
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
         env.update(
@@ -60,6 +64,7 @@ class MakeRun:
             JOBSITE_DB_POOL="0",
             PYTHONUNBUFFERED="1",
         )
+        env.update(extra_env)
         self.terminal, user_side = os.openpty()
         self.proc = subprocess.Popen(
             ["make", "--no-print-directory", "run", "SETUP=", f"PORT={self.port}"],
@@ -138,7 +143,7 @@ def take_controlling_terminal() -> None:
 
 @pytest.fixture
 def make_run(transactional_db: None, request: pytest.FixtureRequest) -> Iterator[MakeRun]:
-    run = MakeRun()
+    run = MakeRun(**getattr(request, "param", {}))
     yield run
     run.stop()
     report = getattr(request.node, "rep_call", None)
@@ -201,3 +206,39 @@ def test_a_second_ctrl_c_aborts_running_jobs_at_once(make_run: MakeRun) -> None:
     assert took < 3
     assert "second signal: aborting now" in make_run.output()
     assert Job.objects.get(pk=job.id).state == "running"  # comes back after its lease
+
+
+def visit(port: int, paths: list[str]) -> None:
+    for path in paths:
+        # A 404 is what the test asks for.
+        with contextlib.suppress(urllib.error.HTTPError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10).read()
+
+
+PATHS = ["/login/", "/no-such-page/", "/", "/static/console/no-such.css"]
+
+
+def test_make_run_prints_no_line_per_request(make_run: MakeRun) -> None:
+    make_run.wait_until_serving()
+
+    visit(make_run.port, PATHS)
+    time.sleep(1)
+
+    output = make_run.output()
+    assert f"console: http://127.0.0.1:{make_run.port}/" in output
+    assert not [line for line in output.splitlines() if any(p in line for p in PATHS[:2])]
+    assert "Not Found" not in output
+    assert "WARNING" not in output
+
+
+@pytest.mark.parametrize("make_run", [{"JOBSITE_ACCESS_LOG": "1"}], indirect=True)
+def test_jobsite_access_log_brings_the_request_lines_back(make_run: MakeRun) -> None:
+    make_run.wait_until_serving()
+
+    visit(make_run.port, PATHS)
+    wait_for(lambda: "/no-such-page/" in make_run.output(), message="the request lines")
+
+    output = make_run.output()
+    assert '"GET /login/" 200' in output
+    assert '"GET /no-such-page/" 404' in output
+    assert re.search(r"WARNING +Not Found: /no-such-page/", output)

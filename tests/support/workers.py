@@ -88,11 +88,13 @@ class Workers:
         self.procs.append(proc)
         return proc
 
-    def run_burst(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def run_burst(
+        self, *args: str, timeout: float = 60, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "manage.py", "runworker", "--burst", "--poll-interval", "0.2", *args],
             cwd=ROOT,
-            env=self.env(),
+            env=self.env(**(env or {})),
             capture_output=True,
             text=True,
             timeout=timeout,

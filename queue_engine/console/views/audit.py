@@ -24,6 +24,7 @@ def audit_context(request: HttpRequest) -> dict[str, Any]:
         "actor": actor,
         "action": action,
         "no_error_class": job_filters.NO_ERROR_CLASS,
+        "actions": sorted({*reads.audit_actions(), *([action] if action else [])}),
     }
 
 

@@ -183,17 +183,27 @@ def redrive(request: HttpRequest, name: str) -> HttpResponse:
 @operator_required
 def pause(request: HttpRequest, name: str) -> HttpResponse:
     return _toggle(
-        request, name, ops_queues.pause_queue, "paused: workers take no new jobs from it"
+        request, name, "pause", ops_queues.pause_queue, "paused: workers take no new jobs from it"
     )
 
 
 @operator_required
 def resume(request: HttpRequest, name: str) -> HttpResponse:
-    return _toggle(request, name, ops_queues.resume_queue, "resumed")
+    return _toggle(request, name, "resume", ops_queues.resume_queue, "resumed")
 
 
-def _toggle(request: HttpRequest, name: str, action: Callable[..., Any], done: str) -> HttpResponse:
+def _toggle(
+    request: HttpRequest, name: str, verb: str, action: Callable[..., Any], done: str
+) -> HttpResponse:
+    """As a kind's pause and resume: a confirmation that says what changes, then the change."""
     back = reverse("queue_engine:queue", args=[name])
+    if request.POST.get("confirm") != "yes":
+        context = queue_context(name)
+        return render(
+            request,
+            "queue_engine/confirm_queue_pause.html",
+            {"page": "queues", "action": verb, "back": back, **context},
+        )
     try:
         action(name, actor=request.user)
     except OpsError as exc:

@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from queue_engine import ops
+from queue_engine import ops, reads
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.exceptions import ScheduleError
 from queue_engine.models import Schedule
@@ -22,7 +22,12 @@ ACTIONS: dict[str, tuple[Callable[..., Any], str]] = {
 
 
 def schedules_context(request: HttpRequest) -> dict[str, Any]:
-    return {"page": "schedules", "schedules": list(Schedule.objects.order_by("name")[:500])}
+    rows = list(Schedule.objects.order_by("name")[:500])
+    try:
+        fires = reads.last_fires(rows)
+    except reads.NarrowFilter:
+        fires = {}  # the page without them rather than no page
+    return {"page": "schedules", "schedules": [(s, fires.get(s.name)) for s in rows]}
 
 
 @viewer_required

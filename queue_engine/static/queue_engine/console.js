@@ -102,6 +102,27 @@
     var dialog = document.getElementById("shortcuts-dialog");
     if (dialog && !dialog.open) dialog.showModal();
   }
+  // j and k move through the rows of the page's tables by focusing each row's first link:
+  // Enter then opens it, as any focused link, and the row shows it (tr:focus-within).
+  // Live pages replace rows: the row is found again by its id.
+  var currentRowId = "";
+  function linkedRows() {
+    return Array.from(document.querySelectorAll("main tbody tr")).filter(function (row) {
+      return row.offsetParent !== null && row.querySelector("a[href]");
+    });
+  }
+  function moveRow(step) {
+    var rows = linkedRows();
+    if (!rows.length) return;
+    var active = document.activeElement && document.activeElement.closest("main tbody tr");
+    var at = rows.indexOf(active);
+    if (at < 0 && currentRowId) at = rows.findIndex(function (row) { return row.id === currentRowId; });
+    var next = at < 0 ? (step > 0 ? 0 : rows.length - 1) : Math.min(Math.max(at + step, 0), rows.length - 1);
+    var link = rows[next].querySelector("a[href]");
+    currentRowId = rows[next].id;
+    link.focus({ preventScroll: true });
+    rows[next].scrollIntoView({ block: "nearest" });
+  }
   document.addEventListener("keydown", function (event) {
     if (event.metaKey || event.ctrlKey || event.altKey) return;
     if (event.key === "Escape" && typing(event.target)) { event.target.blur(); return; }
@@ -113,6 +134,7 @@
       return;
     }
     if (event.key === "/") { event.preventDefault(); focusSearch(); }
+    else if (event.key === "j" || event.key === "k") { event.preventDefault(); moveRow(event.key === "j" ? 1 : -1); }
     else if (event.key === "?") { event.preventDefault(); showShortcuts(); }
     else if (event.key === "g") { pendingG = Date.now(); }
     else if (event.key === "t") { cycleTheme(); }
