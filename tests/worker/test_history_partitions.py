@@ -54,7 +54,9 @@ def rolled_up_to(moment: datetime) -> None:
     RollupState.objects.update_or_create(name="metrics", defaults={"rolled_up_to": moment})
 
 
-def ended(finished: datetime, *, state: str = "succeeded", flow: FlowRun | None = None) -> JobRecord:
+def ended(
+    finished: datetime, *, state: str = "succeeded", flow: FlowRun | None = None
+) -> JobRecord:
     return JobRecord(
         id=next(ids),
         queue="gc",
