@@ -219,7 +219,7 @@ def email_invoices(ctx: Any) -> dict[str, int]:
 
 
 def invoicing_flow() -> Flow:
-    """collect → three invoices, one of which dies (no billing address) → email: blocked."""
+    """collect → three invoices, one of which dies (no billing address) → email: upstream failed."""
     flow = Flow("Nightly invoicing", meta={"demo": True})
     orders = {2041: "1 Main St", 2042: "", 2043: "9 Quay Rd"}
     flow.add("collect", collect_orders, order_ids=list(orders))
