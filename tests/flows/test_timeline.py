@@ -87,7 +87,7 @@ def test_a_running_flow_s_timeline_runs_to_now_and_is_on_its_page(
     assert 'id="flow-timeline"' in page and "so far" in page
     assert [s.what for s in second.spans] == ["waiting"]  # its parent has not run
     assert timeline.critical == 0  # nothing has ended yet
-    assert "second: waiting, waiting" in page
+    assert "second: blocked, waiting" in page  # its state, then its span: waiting for parents
 
 
 def test_a_large_flow_s_timeline_lists_more_nodes_than_its_graph_draws(

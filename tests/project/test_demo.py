@@ -98,7 +98,7 @@ def test_load_demo_twice_then_a_worker_fills_every_page(workers: Workers) -> Non
     assert ended["invoice[1]"].state == "failed"
     assert ended["invoice[1]"].errors[-1]["class"] == "jobsite.demo_jobs.MissingBillingAddress"
     assert ended["invoice[0]"].state == ended["invoice[2]"].state == "succeeded"
-    assert Job.objects.get(flow_id=invoicing.pk, node_key="email").state == "blocked"
+    assert Job.objects.get(flow_id=invoicing.pk, node_key="email").state == "upstream_failed"
 
     assert declined.attempt == 1
     assert declined.errors[-1]["class"] == "jobsite.demo_jobs.CardDeclined"
