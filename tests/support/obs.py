@@ -14,12 +14,13 @@ MODULES = "tests.support.jobs,tests.support.obs_jobs"
 def burst(workers: Workers, engine: dict[str, Any] | None = None, **env: str) -> str:
     """One `runworker --burst` with QUEUE_ENGINE options added; its output."""
     done = workers.run_burst(
+        timeout=60,
         env={
             "DJANGO_SETTINGS_MODULE": "tests.support.settings_queues",
             "TEST_QUEUE_ENGINE": json.dumps(engine or {}),
             "JOBSITE_JOB_MODULES": MODULES,
             **env,
-        }
+        },
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout + done.stderr

@@ -179,9 +179,9 @@ def dead() -> None:
 
 
 @job(kind="obs.snooze")
-def snooze(ctx: Any) -> str:
-    if ctx.attempt == 1:
-        raise Snooze(0)
+def snooze(woke: bool = False) -> str:
+    if not woke:
+        raise Snooze(0, payload={"woke": True})
     return "woke"
 
 
