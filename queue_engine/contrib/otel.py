@@ -112,7 +112,7 @@ def sent(span: Any, result: Any) -> None:
     if isinstance(result, list):
         span.set_attribute("messaging.batch.message_count", len(result))
     elif isinstance(result, int):
-        span.set_attribute("queue_engine.flow_id", result)
+        span.set_attribute("job.flow_id", result)
     elif hasattr(result, "pk"):
         span.set_attribute("messaging.message.id", str(result.pk))
         span.set_attribute("messaging.destination.name", str(result.queue))
@@ -153,12 +153,12 @@ class TracingMiddleware:
             "messaging.operation.name": "run",
             "messaging.destination.name": ctx.queue,
             "messaging.message.id": str(ctx.job_id),
-            "queue_engine.kind": ctx.kind,
-            "queue_engine.attempt": ctx.attempt,
+            "job.kind": ctx.kind,
+            "job.attempt": ctx.attempt,
         }
         if ctx.flow_id is not None:
-            attributes["queue_engine.flow_id"] = ctx.flow_id
-            attributes["queue_engine.node_key"] = ctx.node_key or ""
+            attributes["job.flow_id"] = ctx.flow_id
+            attributes["job.node_key"] = ctx.node_key or ""
         with self.tracer.start_as_current_span(
             f"queue_engine.run {ctx.kind}",
             context=parent,
@@ -173,7 +173,7 @@ class TracingMiddleware:
             finally:
                 outcome = ctx.outcome
                 if outcome is not None:
-                    span.set_attribute("queue_engine.outcome", outcome.kind)
+                    span.set_attribute("job.outcome", outcome.kind)
                     if outcome.kind in ("retry", "failed") and outcome.error is not None:
                         span.record_exception(outcome.error)
                         span.set_status(Status(StatusCode.ERROR, type(outcome.error).__name__))

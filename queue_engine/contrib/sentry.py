@@ -43,8 +43,8 @@ class SentryMiddleware:
 @contextmanager
 def _scoped(ctx: MiddlewareContext) -> Iterator[None]:
     with sentry_sdk.isolation_scope() as scope:
-        scope.set_tag("queue_engine.kind", ctx.kind)
-        scope.set_tag("queue_engine.queue", ctx.queue)
+        scope.set_tag("job.kind", ctx.kind)
+        scope.set_tag("job.queue", ctx.queue)
         scope.set_context("job", job_context(ctx))
         scope.set_transaction_name(ctx.kind)
         try:
@@ -95,8 +95,8 @@ def report(ctx: MiddlewareContext, scope: Any) -> None:
     if outcome.kind == "retry" and isinstance(outcome.error, Retry):
         return  # the handler asked for it
     final = outcome.kind == "failed"
-    scope.set_tag("queue_engine.outcome", "dead" if final else "retry")
-    scope.set_tag("queue_engine.attempt", str(ctx.attempt))
+    scope.set_tag("job.outcome", "dead" if final else "retry")
+    scope.set_tag("job.attempt", str(ctx.attempt))
     event, hint = sentry_sdk.utils.event_from_exception(
         outcome.error,
         client_options=sentry_sdk.get_client().options,

@@ -3,6 +3,7 @@ CONSUMER span in one trace, the handler's current span the attempt's."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -62,13 +63,13 @@ def test_the_run_span_is_a_consumer_child_of_the_enqueue_span_in_the_same_trace(
     assert run["name"] == f"queue_engine.run {handler.kind}"
     assert (run["trace_id"], run["parent_id"]) == (
         trace_id,
-        f"{producer.get_span_context().span_id:016x}",
+        f"{producer.context.span_id:016x}",
     )
     attributes: dict[str, Any] = run["attributes"]
     assert attributes["messaging.system"] == "queue_engine"
     assert attributes["messaging.destination.name"] == "default"
     assert attributes["messaging.message.id"] == str(job.id)
-    assert attributes["queue_engine.attempt"] == 1
+    assert attributes["job.attempt"] == 1
     # The handler's current span is the run's: same trace, its id recorded as the result.
     assert JobRecord.objects.get(pk=job.id).result == trace_id
 
@@ -97,3 +98,23 @@ def test_a_setting_turns_it_off(workers: Workers, exporter: InMemorySpanExporter
 
     assert [s.name for s in exporter.get_finished_spans()] == ["request"]
     assert JobRecord.objects.get(pk=job.id).result == hex_id(0)
+
+
+def test_json_log_lines_carry_the_trace_id_of_the_job(
+    workers: Workers, exporter: InMemorySpanExporter
+) -> None:
+    with trace.get_tracer("test").start_as_current_span("request") as request:
+        job = obs_jobs.ok.enqueue(value=1)
+
+    output = workers.run_burst(
+        "-v", "2", "--log-format", "json", env={"JOBSITE_JOB_MODULES": "tests.support.obs_jobs"}
+    )
+
+    finished = [
+        json.loads(line)
+        for line in (output.stdout + output.stderr).splitlines()
+        if line.startswith("{") and '"outcome"' in line
+    ]
+    assert [(f["job_id"], f["trace_id"]) for f in finished] == [
+        (job.id, hex_id(request.get_span_context().trace_id))
+    ]

@@ -37,9 +37,9 @@ def test_one_event_for_a_dead_job_with_its_tags_and_none_for_a_snooze(
     assert len([e for e in events if e["contexts"]["job"]["id"] == dead.id]) == 1
     event = by_job[dead.id]
     assert event["level"] == "error"
-    assert event["tags"]["queue_engine.kind"] == "obs.dead"
-    assert event["tags"]["queue_engine.queue"] == "default"
-    assert event["tags"]["queue_engine.outcome"] == "dead"
+    assert event["tags"]["job.kind"] == "obs.dead"
+    assert event["tags"]["job.queue"] == "default"
+    assert event["tags"]["job.outcome"] == "dead"
     [exception] = event["exception"]["values"]
     assert (exception["type"], exception["value"]) == ("ValueError", "this job always fails")
     assert exception["mechanism"] == {"type": "queue_engine", "handled": False}
@@ -47,5 +47,5 @@ def test_one_event_for_a_dead_job_with_its_tags_and_none_for_a_snooze(
     assert event["contexts"]["job"]["attempt"] == 1
     # A retry that succeeds later: its failed attempt is a handled warning, not a crash.
     retried = by_job[flaky.id]
-    assert (retried["level"], retried["tags"]["queue_engine.outcome"]) == ("warning", "retry")
+    assert (retried["level"], retried["tags"]["job.outcome"]) == ("warning", "retry")
     assert retried["exception"]["values"][0]["mechanism"]["handled"] is True
