@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from django.core import checks
 from django.test import override_settings
 
 from queue_engine import JobSpec, enqueue_many
@@ -102,3 +103,24 @@ def test_enqueue_hooks_add_to_meta_and_a_broken_one_loses_no_job() -> None:
     assert Job.objects.get(pk=one.id).meta == {"enqueued_by": "obs-test", "kind_seen": "obs.ok"}
     assert Job.objects.get(pk=many[0]).meta["enqueued_by"] == "obs-test"
     assert Job.objects.get(pk=given.id).meta["enqueued_by"] == "caller"  # the caller's key wins
+
+
+@override_settings(
+    QUEUE_ENGINE={
+        "JOB_MIDDLEWARE": ["tests.support.obs_jobs.Missing"],
+        "ENQUEUE_MIDDLEWARE": "tests.support.obs_jobs.stamp",
+        "CONSOLE_URL": "ops.example.com",
+    }
+)
+def test_middleware_that_does_not_import_and_a_bare_console_url_fail_the_system_check() -> None:
+    errors = checks.run_checks()
+
+    found = sorted(e.msg for e in errors if e.id in ("queue_engine.E028", "queue_engine.E029"))
+    assert found[0].startswith("QUEUE_ENGINE['ENQUEUE_MIDDLEWARE'] must be a list of dotted paths")
+    assert found[2].startswith(
+        "QUEUE_ENGINE['JOB_MIDDLEWARE'] names 'tests.support.obs_jobs.Missing', which cannot"
+    )
+    assert found[0] == (
+        "QUEUE_ENGINE['CONSOLE_URL'] must be None or the console's http(s) address, "
+        "not 'ops.example.com'."
+    )
