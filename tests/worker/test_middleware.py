@@ -116,7 +116,7 @@ def test_middleware_that_does_not_import_and_a_bare_console_url_fail_the_system_
     errors = checks.run_checks()
 
     found = sorted(e.msg for e in errors if e.id in ("queue_engine.E028", "queue_engine.E029"))
-    assert found[0].startswith("QUEUE_ENGINE['ENQUEUE_MIDDLEWARE'] must be a list of dotted paths")
+    assert found[1].startswith("QUEUE_ENGINE['ENQUEUE_MIDDLEWARE'] must be a list of dotted paths")
     assert found[2].startswith(
         "QUEUE_ENGINE['JOB_MIDDLEWARE'] names 'tests.support.obs_jobs.Missing', which cannot"
     )
