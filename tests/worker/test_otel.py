@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util._once import Once
 
+from queue_engine import Flow
 from queue_engine.models import JobRecord
 from tests.support import obs_jobs
 from tests.support.obs import burst, lines
@@ -118,3 +119,28 @@ def test_json_log_lines_carry_the_trace_id_of_the_job(
     assert [(f["job_id"], f["trace_id"]) for f in finished] == [
         (job.id, hex_id(request.get_span_context().trace_id))
     ]
+
+
+def test_a_flows_nodes_run_in_the_flows_trace_and_link_to_its_enqueue(
+    workers: Workers, tmp_path: Path, exporter: InMemorySpanExporter
+) -> None:
+    spans_file = tmp_path / "spans.jsonl"
+    with trace.get_tracer("test").start_as_current_span("request"):
+        flow = Flow("traced")
+        flow.add("first", obs_jobs.ok, value=1)
+        flow.add("second", obs_jobs.async_ok, value=1, depends_on=["first"])
+        flow_id = flow.submit()
+
+    burst(workers, OBS_SPANS=str(spans_file))
+
+    producer = next(s for s in exporter.get_finished_spans() if s.kind.name == "PRODUCER")
+    assert producer.name == "queue_engine.enqueue flow traced"
+    enqueue = f"{producer.context.span_id:016x}"
+    runs = {
+        s["attributes"]["job.node_key"]: s for s in lines(spans_file) if s["kind"] == "CONSUMER"
+    }
+    assert sorted(runs) == ["first", "second"]
+    for run in runs.values():
+        assert run["trace_id"] == f"{producer.context.trace_id:032x}"
+        assert (run["parent_id"], run["links"]) == (enqueue, [enqueue])
+        assert run["attributes"]["job.flow_id"] == flow_id
