@@ -128,7 +128,12 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
                     id="queue_engine.E004",
                 )
             )
-    for name in ("ALLOW_UNKNOWN_KINDS", "ALLOW_UNDECLARED_QUEUES", "PREPARED_STATEMENTS"):
+    for name in (
+        "ALLOW_UNKNOWN_KINDS",
+        "ALLOW_UNDECLARED_QUEUES",
+        "PREPARED_STATEMENTS",
+        "OPENTELEMETRY",
+    ):
         value = option(name)
         if not isinstance(value, bool):
             errors.append(
@@ -175,6 +180,7 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
                 id="queue_engine.E026",
             )
         )
+    errors += check_middleware()
     errors += check_trusted_proxies(option("TRUSTED_PROXIES"))
     queues = option("QUEUES")  # its shape and values: check_queue_settings
     if (
@@ -260,3 +266,46 @@ def check_queue_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.
         )
         for problem in settings_problems()
     ]
+
+
+def check_middleware() -> list[checks.CheckMessage]:
+    """JOB_MIDDLEWARE and ENQUEUE_MIDDLEWARE name what imports; CONSOLE_URL is an address."""
+    from django.utils.module_loading import import_string
+
+    from queue_engine.conf import option
+
+    errors: list[checks.CheckMessage] = []
+    for name in ("JOB_MIDDLEWARE", "ENQUEUE_MIDDLEWARE"):
+        paths = option(name)
+        if not isinstance(paths, list | tuple) or not all(isinstance(p, str) for p in paths):
+            errors.append(
+                checks.Error(
+                    f"QUEUE_ENGINE[{name!r}] must be a list of dotted paths, not {paths!r}.",
+                    id="queue_engine.E028",
+                )
+            )
+            continue
+        for path in paths:
+            try:
+                import_string(path)
+            except ImportError as exc:
+                errors.append(
+                    checks.Error(
+                        f"QUEUE_ENGINE[{name!r}] names {path!r}, which cannot be imported: {exc}.",
+                        hint="Give the dotted path of a class (JOB_MIDDLEWARE) or a function "
+                        "(ENQUEUE_MIDDLEWARE); see docs/howto/middleware.md.",
+                        id="queue_engine.E028",
+                    )
+                )
+    url = option("CONSOLE_URL")
+    if url is not None and (
+        not isinstance(url, str) or not url.startswith(("http://", "https://"))
+    ):
+        errors.append(
+            checks.Error(
+                f"QUEUE_ENGINE['CONSOLE_URL'] must be None or the console's http(s) address, "
+                f"not {url!r}.",
+                id="queue_engine.E029",
+            )
+        )
+    return errors

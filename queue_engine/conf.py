@@ -60,6 +60,16 @@ DEFAULTS: dict[str, Any] = {
     "TRUSTED_PROXIES": [],
     "SIGN_IN_ADDRESS_LIMIT": 100,
     "LOG_FORMAT": "text",
+    # Dotted paths of job middleware classes, outermost first (queue_engine.worker.middleware),
+    # and of enqueue hooks that add to a job's meta (queue_engine.enqueueing.hooks).
+    "JOB_MIDDLEWARE": [],
+    "ENQUEUE_MIDDLEWARE": [],
+    # Trace context from enqueue to attempt, and a span per attempt, when opentelemetry-api
+    # is installed (queue_engine.contrib.otel).
+    "OPENTELEMETRY": True,
+    # The console's address as users reach it (https://ops.example.com/queue/), for links
+    # to a job's page in reports sent elsewhere (queue_engine.contrib.sentry); None: no link.
+    "CONSOLE_URL": None,
     "HEALTH_XMIN_AGE": 60,
     "HEALTH_DEAD_ROWS": 100_000,
     # Seconds a leaf of the partitioned history spans; None: a quarter of the longest

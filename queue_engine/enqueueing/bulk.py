@@ -17,6 +17,7 @@ from queue_engine.definitions import (
     Call,
     JobDefinition,
 )
+from queue_engine.enqueueing.hooks import producing
 from queue_engine.enqueueing.prepare import (
     JobSpec,
     Row,
@@ -31,6 +32,7 @@ from queue_engine.exceptions import (
 )
 
 
+@producing(lambda specs: "many")
 def enqueue_many(specs: Iterable[JobSpec]) -> list[int]:
     """Enqueue many jobs in one statement; ids come back in input order.
 
@@ -47,6 +49,7 @@ def enqueue_many(specs: Iterable[JobSpec]) -> list[int]:
     return copy_rows(len(specs), rows)
 
 
+@producing(lambda definition, calls: definition.kind)
 def enqueue_calls(definition: JobDefinition, calls: Sequence[Call]) -> list[int]:
     """`enqueue_many` for one definition's calls: its options are checked once, and
     each call's payload only for what it decides."""

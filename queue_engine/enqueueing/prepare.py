@@ -20,6 +20,7 @@ from queue_engine.definitions import (
     run_at_problem,
 )
 from queue_engine.durations import Seconds, to_seconds
+from queue_engine.enqueueing.hooks import additions
 from queue_engine.exceptions import (
     EnqueueError,
     InvalidPayloadError,
@@ -231,6 +232,9 @@ def build_row(
             payload, what=f"{kind}: the payload", max_bytes=opts["MAX_PAYLOAD_BYTES"]
         )
         meta = dict(meta) if meta else {}
+        added = additions(kind, decided.queue, payload, meta)
+        if added:
+            meta = {**added, **meta}
         meta_text = dump_json(meta, what=f"{kind}: meta") if meta else "{}"
     except PayloadError as exc:
         raise InvalidPayloadError(str(exc)) from None

@@ -20,6 +20,7 @@ from queue_engine.definitions import (
     EnqueueOptions,
     JobDefinition,
 )
+from queue_engine.enqueueing.hooks import producing, resolved
 from queue_engine.enqueueing.prepare import (
     JobSpec,
     KindOptions,
@@ -37,19 +38,22 @@ from queue_engine.models import Job
 from queue_engine.payloads import dump_json
 
 
+@producing(lambda spec: spec.kind)
 def enqueue(spec: JobSpec) -> Job:
     """Enqueue one job of any kind; with a dedup key, an existing live job is returned."""
     return _insert(prepare(spec), debounce=False)
 
 
+@producing(lambda row: row.kind)
 def insert_row(row: Row) -> Job:
     return _insert(row, debounce=False)
 
 
+@producing(lambda definition, *args, **kwargs: definition.kind)
 def enqueue_definition(
     definition: JobDefinition, payload: dict[str, Any], *, debounce: bool = False
 ) -> Job:
-    if not debounce:
+    if not debounce and not resolved().active:
         plain = _plain_kind(definition)
         if plain is not None:
             return _insert_plain(plain, payload)
@@ -62,6 +66,7 @@ def enqueue_definition(
     return _insert(prepare(spec, definition), debounce=debounce)
 
 
+@producing(lambda spec: spec.kind)
 def enqueue_debounced(spec: JobSpec) -> Job:
     if not spec.dedup_key:
         raise EnqueueError(f"{spec.kind}: enqueue_debounced needs a dedup_key.")

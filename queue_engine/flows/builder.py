@@ -21,6 +21,7 @@ from django.db import IntegrityError, connection, transaction
 
 from queue_engine import sql
 from queue_engine.definitions import JobDefinition
+from queue_engine.enqueueing.hooks import producing
 from queue_engine.enqueueing.prepare import JobSpec, Row, prepare, spec_for
 from queue_engine.exceptions import EnqueueError, FlowError
 from queue_engine.payloads import dump_json, text_problem
@@ -152,6 +153,7 @@ class Flow:
                 )
         return topological_order(self.name, {k: n.depends_on for k, n in self.nodes.items()})
 
+    @producing(lambda self: f"flow {self.name}")
     def submit(self) -> int:
         """Write the flow and its jobs in one transaction; return the flow id."""
         if not self.nodes:

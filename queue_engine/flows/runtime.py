@@ -10,6 +10,7 @@ from django.db import close_old_connections, connection, transaction
 
 from queue_engine import sql
 from queue_engine.definitions import JobDefinition
+from queue_engine.enqueueing.hooks import producing
 from queue_engine.enqueueing.prepare import JobSpec, prepare
 from queue_engine.exceptions import FlowError, LeaseLost
 from queue_engine.flows.builder import flow_row, node_spec
@@ -22,6 +23,7 @@ MAX_NODE_KEY = 255  # the node_key column's length
 Call = tuple[JobDefinition | JobSpec | str, tuple[Any, ...], dict[str, Any], str | None]
 
 
+@producing(lambda execution, join, calls: f"spawn into {join}")
 def spawn_into(execution: Execution, join: str, calls: Sequence[Call]) -> list[int]:
     """Insert children that `join` waits for, fenced on the spawner's claim.
 

@@ -18,6 +18,7 @@ from queue_engine.definitions import DEFAULT_BACKOFF, Backoff, JobDefinition
 from queue_engine.exceptions import Fatal, IdleTimeout, LeaseLost, PayloadError, Retry, Snooze
 from queue_engine.payloads import dump_json, storable
 from queue_engine.registry import registry
+from queue_engine.worker import middleware
 from queue_engine.worker.capture import CURRENT
 from queue_engine.worker.context import JobContext
 
@@ -238,6 +239,9 @@ class Execution:
         definition = self.definition
         if definition is None:
             return self._unknown_kind()
+        chain = middleware.chain()
+        if chain is not None and chain.wants(self):
+            return await chain.run_async(self)
         try:
             result = await self._run_async(definition)
         except asyncio.CancelledError:
@@ -256,6 +260,9 @@ class Execution:
         if definition is None:
             return self._unknown_kind()
         try:
+            chain = middleware.chain()
+            if chain is not None and chain.wants(self):
+                return chain.run_sync(self)
             try:
                 result = self._run_sync(definition)
             except BaseException as exc:

@@ -22,6 +22,7 @@ TEXT = "%(asctime)s %(levelname)s %(message)s"
 # when the record carries it: stable names a log pipeline can index on.
 JOB_FIELDS = ("job_id", "kind", "queue", "attempt", "worker")
 FINISHED_FIELDS = ("outcome", "run_time", "wait_time")
+TRACE_FIELDS = ("trace_id", "span_id")
 
 jobs_log = logging.getLogger("queue_engine.worker.jobs")
 
@@ -37,15 +38,27 @@ class JsonLines(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        for name in JOB_FIELDS + FINISHED_FIELDS:
+        for name in JOB_FIELDS + FINISHED_FIELDS + TRACE_FIELDS:
             value = getattr(record, name, None)
             if value is not None:
                 line[name] = value
+        if "trace_id" not in line and "opentelemetry.trace" in sys.modules:
+            line.update(current_trace())
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         elif record.stack_info:
             line["exception"] = self.formatStack(record.stack_info)
         return json.dumps(line, default=str, ensure_ascii=False)
+
+
+def current_trace() -> dict[str, str]:
+    """The current OpenTelemetry span's trace and span ids, when there is a valid one."""
+    from opentelemetry import trace
+
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return {}
+    return {"trace_id": f"{context.trace_id:032x}", "span_id": f"{context.span_id:016x}"}
 
 
 def formatter(log_format: LogFormat) -> logging.Formatter:
@@ -83,6 +96,8 @@ def report_finished(outcomes: list[Outcome]) -> None:
     """One line per finished job (-v 2): kind, id, outcome, run time and wait time."""
     if not jobs_log.isEnabledFor(logging.INFO):
         return
+    from queue_engine.contrib.otel import trace_id_of
+
     now = time.time()
     for outcome in outcomes:
         execution = outcome.execution
@@ -106,5 +121,6 @@ def report_finished(outcomes: list[Outcome]) -> None:
                 "outcome": outcome.kind,
                 "run_time": run_time,
                 "wait_time": wait_time,
+                "trace_id": trace_id_of(execution.meta),
             },
         )

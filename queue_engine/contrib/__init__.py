@@ -1,0 +1,1 @@
+"""Integrations with other tools, each optional: `otel` (OpenTelemetry) and `sentry`."""
