@@ -11,7 +11,7 @@ from queue_engine import sql
 from queue_engine.models import Schedule
 from queue_engine.reads.timeout import time_limited
 
-__all__ = ["FIRES_SHOWN", "Fire", "last_fires", "parsed"]
+__all__ = ["FIRES_SHOWN", "Fire", "last_fires"]
 
 FIRES_SHOWN = 5
 
@@ -39,11 +39,11 @@ def last_fires(schedules: list[Schedule], per: int = FIRES_SHOWN) -> dict[str, l
             },
         )
         for name, job_id, state, fire_time, flow_id in cursor.fetchall():
-            fires[name].append(Fire(job_id, state, parsed(fire_time), flow_id))
+            fires[name].append(Fire(job_id, state, _parsed(fire_time), flow_id))
     return fires
 
 
-def parsed(fire_time: str | None) -> datetime | None:
+def _parsed(fire_time: str | None) -> datetime | None:
     try:
         return datetime.fromisoformat(fire_time) if fire_time else None
     except ValueError:  # a meta written by hand
