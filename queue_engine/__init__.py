@@ -19,11 +19,14 @@ if TYPE_CHECKING:
         OutcomeRefused,
         Retry,
         ScheduleError,
+        SignalError,
+        SignalTimeout,
         Snooze,
         StepError,
     )
     from queue_engine.flows import Flow, Node
     from queue_engine.kinds import job
+    from queue_engine.waits import send_signal
     from queue_engine.worker.context import JobContext
 
 __version__ = "0.1.0"
@@ -37,6 +40,7 @@ _HOMES = {
     "JobSpec": "queue_engine.enqueueing.prepare",
     "enqueue": "queue_engine.enqueueing.single",
     "enqueue_many": "queue_engine.enqueueing.bulk",
+    "send_signal": "queue_engine.waits",
     "Cancelled": "queue_engine.exceptions",
     "EnqueueError": "queue_engine.exceptions",
     "Fatal": "queue_engine.exceptions",
@@ -49,6 +53,8 @@ _HOMES = {
     "LeaseExpired": "queue_engine.exceptions",
     "Retry": "queue_engine.exceptions",
     "ScheduleError": "queue_engine.exceptions",
+    "SignalError": "queue_engine.exceptions",
+    "SignalTimeout": "queue_engine.exceptions",
     "Snooze": "queue_engine.exceptions",
     "StepError": "queue_engine.exceptions",
 }
@@ -69,11 +75,14 @@ __all__ = [
     "OutcomeRefused",
     "Retry",
     "ScheduleError",
+    "SignalError",
+    "SignalTimeout",
     "Snooze",
     "StepError",
     "enqueue",
     "enqueue_many",
     "job",
+    "send_signal",
 ]
 
 

@@ -10,6 +10,7 @@ anything is written.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from queue_engine.durations import Seconds, to_seconds
@@ -83,7 +84,29 @@ class LeaseLost(Exception):
     removed): its effects must not commit."""
 
 
+class SignalTimeout(Exception):
+    """Raised by `ctx.wait_for_signal(name, timeout=...)` when no signal came in time (or
+    an operator woke the job early); the job's retry rules apply, and a retry waits
+    afresh."""
+
+
+class Parked(BaseException):
+    """Raised by a wait that must park its job (worker/waits.py), to end the attempt
+    without using it up; a BaseException, so that a handler's `except Exception` lets it
+    through. `wait` is what meta.parked records; `until`, when the wait ends by itself."""
+
+    def __init__(self, wait: Mapping[str, Any], until: datetime | None) -> None:
+        super().__init__(f"parked: {dict(wait)}")
+        self.wait = dict(wait)
+        self.until = until
+
+
 # --- bad input: nothing was written -------------------------------------------------
+
+
+class SignalError(ValueError):
+    """A signal that cannot be sent as asked (no such live job, a bad name or payload);
+    nothing was written."""
 
 
 class PayloadError(ValueError):

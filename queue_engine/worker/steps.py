@@ -112,7 +112,7 @@ WRITER = StepWriter()
 class Steps:
     """The steps of one attempt: those recorded before it, and the names it used."""
 
-    __slots__ = ("execution", "recorded", "used")
+    __slots__ = ("execution", "recorded", "used", "waits")
 
     def __init__(self, execution: Execution) -> None:
         self.execution = execution
@@ -120,6 +120,7 @@ class Steps:
         # `steps`), and those this attempt records.
         self.recorded: dict[str, Any] = json.loads(execution.recorded_steps or "{}")
         self.used: set[str] = set()
+        self.waits: dict[str, int] = {}  # waits reached this attempt, by kind (worker/waits.py)
 
     def run(self, name: str, func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         stored = self.lookup(name)
