@@ -14,8 +14,11 @@ from tests.support.step_jobs import effect
 
 
 @job(kind="tests.wait_signal", queue="waits", max_attempts=3)
-def wait_signal(ctx: JobContext, timeout: float | None = None, hang_after: bool = False) -> Any:
+def wait_signal(
+    ctx: JobContext, timeout: float | None = None, hang_after: bool = False, pause: float = 0
+) -> Any:
     ctx.step("before", effect, ctx.job_id, "before", ctx.attempt)
+    time.sleep(pause)  # the test sends a signal meanwhile
     payload = ctx.wait_for_signal("go", timeout=timeout)
     if hang_after and ctx.attempt == 1:  # the test kills the worker while this sleeps
         effect(ctx.job_id, "resumed", ctx.attempt)

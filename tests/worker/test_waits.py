@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from django.db import transaction
@@ -86,6 +87,22 @@ def test_a_signal_sent_before_the_wait_is_kept_until_it_waits(
     assert record.state == "succeeded", record.errors
     assert record.result == "early"
     assert runs(job_id) == [("before", 1), ("after", 1)]
+
+
+def test_a_signal_committed_while_the_job_parks_wakes_it(step_runs: None, workers: Workers) -> None:
+    job_id = wait_jobs.wait_signal.enqueue(pause=0.5).pk
+    workers.start("--queues", "waits")
+    wait_for(lambda: ("before", 1) in runs(job_id), timeout=20, message="the job to start")
+
+    # Sent while the job runs, committed only after its wait has looked for mail (it
+    # waits for this transaction's lock on the job) and found none.
+    with transaction.atomic():
+        send_signal(job_id, "go", "in between")
+        time.sleep(2)
+
+    record = ended(job_id)
+    assert record.state == "succeeded", record.errors
+    assert record.result == "in between"
 
 
 def test_two_signals_of_one_name_are_consumed_once_each_in_order(
