@@ -45,7 +45,8 @@ SELECT s.id, (SELECT count(*) FROM woken) FROM sent s
 # record its payload as the wait's durable step, in one transaction: a later attempt
 # reads the step and never consumes a second signal for the same wait. The job row is
 # locked first, so that no rescue or cancel moves it meanwhile. Returns whether the job
-# is held, and the payload taken (a row only when one was).
+# is held, whether a signal was taken, and its payload as JSON text (the same on a
+# Django cursor and a plain psycopg one).
 CONSUME_SIGNAL = """
 WITH held AS (
     SELECT j.id FROM queue_engine_job j
@@ -66,7 +67,7 @@ WITH held AS (
       FROM taken WHERE j.id = taken.job_id AND NOT j.meta ? 'has_steps'
 )
 SELECT EXISTS (SELECT 1 FROM held), (SELECT count(*) FROM taken) > 0,
-       (SELECT payload FROM taken)
+       (SELECT payload::text FROM taken)
 """
 
 

@@ -166,14 +166,10 @@ class JobContext:
         self, name: str, timeout: Seconds | None = None, *, default: Any = NO_DEFAULT
     ) -> Any:
         """`wait_for_signal` for async handlers."""
-        from asgiref.sync import sync_to_async
-
         wait, stored = waits.begin_signal_wait(self._steps(), name)
         if stored is not MISSING:
             return waits.recorded_payload(stored)
-        taken, payload = await sync_to_async(waits.consume_signal, thread_sensitive=False)(
-            wait, name
-        )
+        taken, payload = await waits.aconsume_signal(wait, name)
         if taken:
             return payload
         if wait.ended() is not None and default is not NO_DEFAULT:

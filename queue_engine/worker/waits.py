@@ -9,6 +9,7 @@ name in the attempt), so they return what they returned before without waiting a
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,7 +18,7 @@ from queue_engine import sql
 from queue_engine.durations import Seconds, to_seconds
 from queue_engine.exceptions import LeaseLost, Parked, SignalTimeout
 from queue_engine.waits import check_name
-from queue_engine.worker.steps import MISSING, Steps
+from queue_engine.worker.steps import MISSING, WRITER, Steps
 
 NO_DEFAULT: Any = MISSING
 
@@ -83,29 +84,45 @@ def begin_signal_wait(steps: Steps, name: str) -> tuple[Wait, Any]:
     return wait, wait.recorded()
 
 
+def consume_request(wait: Wait, name: str) -> dict[str, Any]:
+    execution = wait.execution
+    return {
+        "job": execution.job_id,
+        "token": execution.token,
+        "name": name,
+        "step": wait.step,
+        "attempt": execution.attempt,
+    }
+
+
 def consume_signal(wait: Wait, name: str) -> tuple[bool, Any]:
     """Take the oldest signal `name` waiting for this job, recorded as the wait's step
-    in the same transaction; (taken, payload). Uses the thread's Django connection."""
+    in the same transaction; (taken, payload). On the worker's step-writing connection,
+    or inside the handler's own transaction when it has one open (as steps are)."""
     from django.db import connection
 
+    params = consume_request(wait, name)
+    if connection.in_atomic_block:
+        with connection.cursor() as cursor:
+            cursor.execute(sql.CONSUME_SIGNAL, params)
+            row = cursor.fetchone()
+    else:
+        row = WRITER.submit(params).result()
+    return consumed(wait, row)
+
+
+async def aconsume_signal(wait: Wait, name: str) -> tuple[bool, Any]:
+    return consumed(wait, await asyncio.wrap_future(WRITER.submit(consume_request(wait, name))))
+
+
+def consumed(wait: Wait, row: tuple[Any, ...]) -> tuple[bool, Any]:
+    held, taken, payload = row
     execution = wait.execution
-    with connection.cursor() as cursor:
-        cursor.execute(
-            sql.CONSUME_SIGNAL,
-            {
-                "job": execution.job_id,
-                "token": execution.token,
-                "name": name,
-                "step": wait.step,
-                "attempt": execution.attempt,
-            },
-        )
-        held, taken, payload = cursor.fetchone()
     if not held:
         raise LeaseLost(f"job {execution.job_id} is no longer held by this worker")
     if not taken:
         return False, None
-    value = json.loads(payload) if isinstance(payload, str) else payload
+    value = json.loads(payload)
     wait.steps.recorded[wait.step] = {"payload": value}
     execution.touch()
     return True, value
