@@ -10,6 +10,7 @@ import pytest
 from django.utils import timezone
 
 from queue_engine.models import Job
+from queue_engine.templatetags.queue_engine import node_segments
 from tests.browser.conftest import Server
 
 SHOTS = Path("/work/wt/shots")
@@ -56,3 +57,9 @@ def test_the_job_page_says_what_a_parked_job_waits_for(
     assert page.locator("tbody tr").count() == 2
     page.screenshot(path=str(SHOTS / f"waits-list-{scheme}.png"), full_page=True)
     assert page.errors == []
+
+
+def test_a_flows_progress_bar_counts_its_parked_nodes() -> None:
+    segments = node_segments({"parked": 1, "succeeded": 3})
+
+    assert [(state, count) for state, count, _ in segments] == [("succeeded", 3), ("parked", 1)]
