@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from queue_engine import sql
 from queue_engine.exceptions import PayloadError, SignalError
@@ -35,12 +35,16 @@ def send_signal(
         text = dump_json(payload, what=f"the payload of signal {name!r}")
     except PayloadError as exc:
         raise SignalError(str(exc)) from None
-    with connections[using].cursor() as cursor:
-        cursor.execute(sql.SEND_SIGNAL, {"job": int(job_id), "name": name, "payload": text})
+    params: dict[str, int | str] = {"job": int(job_id), "name": name, "payload": text}
+    # The mailbox lock must come in a statement before the signal's, in one transaction
+    # (a savepoint in the caller's): it is held to the end of the caller's.
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        cursor.execute(sql.LOCK_MAILBOX, params)
+        cursor.execute(sql.SEND_SIGNAL, params)
         row = cursor.fetchone()
-    if row is None:
-        raise SignalError(
-            f"job {job_id} is not live (it ended, or never existed): signal {name!r} was "
-            "not sent; signal a job that is still queued, running or parked."
-        )
+        if row is None:
+            raise SignalError(
+                f"job {job_id} is not live (it ended, or never existed): signal {name!r} "
+                "was not sent; signal a job that is still queued, running or parked."
+            )
     return int(row[0])

@@ -15,29 +15,38 @@ from queue_engine.sql.notify import wake_per_queue
 PARKED_FOREVER = "TIMESTAMPTZ '9999-12-31 00:00:00+00'"
 
 
-# Send a signal: a mailbox row, written only if the job is live, and, when the job is
-# parked waiting for this name, the job made available (and workers woken) at commit.
-# The job's row is updated whatever its state, so that the sender holds its lock: a
-# settle parking it at the same moment either waits for this commit (and its
-# WAKE_MAILED sees the row) or commits first (and this update, waiting for it, sees the
-# job parked). The state is decided from the row being updated, which Postgres reads
-# again after such a wait.
+# A job's mailbox lock, held to the end of the transaction that takes it: a sender's
+# (LOCK_MAILBOX, before SEND_SIGNAL) or a settle's parking the job (LOCK_MAILBOXES,
+# before SETTLE_PARKED). One waits for the other's commit, so either the settle's
+# WAKE_MAILED sees the signal, or the sender's SEND_SIGNAL, a statement begun after the
+# settle's commit, sees the job parked: a signal never misses the park. An advisory
+# lock rather than the job's row lock: a sender's open transaction must not hold up
+# the heartbeats, progress and steps that write the rows of running jobs.
+_MAILBOX_KEY = "hashtextextended('queue_engine.mailbox', {})"
+LOCK_MAILBOX = f"SELECT pg_advisory_xact_lock({_MAILBOX_KEY.format('%(job)s')})"
+LOCK_MAILBOXES = f"""
+SELECT pg_advisory_xact_lock({_MAILBOX_KEY.format("id")})
+  FROM unnest(%(ids)s::bigint[]) AS id ORDER BY id
+"""
+
+
+# Send a signal (after LOCK_MAILBOX, in the same transaction): a mailbox row, written
+# only if the job is live, and, when the job is parked waiting for this name, the job
+# made available (and workers woken) at commit.
 SEND_SIGNAL = f"""
 WITH target AS (
-    UPDATE queue_engine_job j
-       SET state = CASE WHEN j.state = 'parked' AND j.meta->'parked'->>'signal' = %(name)s
-                        THEN 'available' ELSE j.state END,
-           run_at = CASE WHEN j.state = 'parked' AND j.meta->'parked'->>'signal' = %(name)s
-                         THEN now() ELSE j.run_at END
-     WHERE j.id = %(job)s
-    RETURNING j.id, j.queue, j.labels, j.priority, j.run_at, j.state
+    SELECT j.id FROM queue_engine_job j WHERE j.id = %(job)s
+), woken AS (
+    UPDATE queue_engine_job j SET state = 'available', run_at = now()
+     WHERE j.id = %(job)s AND j.state = 'parked' AND j.meta->'parked'->>'signal' = %(name)s
+    RETURNING j.id, j.queue, j.labels, j.priority, j.run_at
 ), sent AS (
     INSERT INTO queue_engine_jobsignal (job_id, name, payload)
     SELECT id, %(name)s, %(payload)s::jsonb FROM target
     RETURNING id
-), woken AS ({wake_per_queue("target", "w.state = 'available'")}
+), notified AS ({wake_per_queue("woken")}
 )
-SELECT s.id, (SELECT count(*) FROM woken) FROM sent s
+SELECT s.id, (SELECT count(*) FROM notified) FROM sent s
 """
 
 
@@ -86,8 +95,9 @@ RETURNING j.id
 
 
 # Right after SETTLE_PARKED, in its transaction, as a statement of its own (so with a
-# snapshot that sees every signal committed before it): the jobs just parked whose
-# signal waits in the mailbox already (sent while they ran) are available again.
+# snapshot that sees every signal committed before it, LOCK_MAILBOXES having waited for
+# those in flight): the jobs just parked whose signal waits in the mailbox already
+# (sent while they ran) are available again.
 WAKE_MAILED = f"""
 WITH woken AS (
     UPDATE queue_engine_job j SET state = 'available', run_at = now()

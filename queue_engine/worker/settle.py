@@ -36,6 +36,7 @@ SETTLE_FAILED = Prepared("qe_settle_failed", sql.SETTLE_FAILED)
 SETTLE_CANCELLED = Prepared("qe_settle_cancelled", sql.SETTLE_CANCELLED)
 SETTLE_RETRY = Prepared("qe_settle_retry", sql.SETTLE_RETRY)
 SETTLE_SNOOZED = Prepared("qe_settle_snoozed", sql.SETTLE_SNOOZED)
+LOCK_MAILBOXES = Prepared("qe_lock_mailboxes", sql.LOCK_MAILBOXES)
 SETTLE_PARKED = Prepared("qe_settle_parked", sql.SETTLE_PARKED)
 WAKE_MAILED = Prepared("qe_wake_mailed", sql.WAKE_MAILED)
 RELEASE = Prepared("qe_release", sql.RELEASE)
@@ -302,6 +303,8 @@ class SettleBatch:
                 "untils": [o.until for o in self.parked],
                 "waits": [o.payload for o in self.parked],
             }
+            # After the mailboxes' locks: a signal being sent now commits first.
+            statements.append(("mailboxes", LOCK_MAILBOXES, [], {"ids": parked["ids"]}))
             statements.append(("parked", SETTLE_PARKED, self.parked, parked))
             # A statement of its own: its snapshot sees the signals sent meanwhile.
             statements.append(("mailed", WAKE_MAILED, [], {"ids": parked["ids"]}))
@@ -375,7 +378,7 @@ class SettleBatch:
         for name, sent, place in self.places:
             rowcount = script.rowcount(place)
             if (
-                name not in ("results", "flow", "progress", "upstream", "mailed")
+                name not in ("results", "flow", "progress", "upstream", "mailboxes", "mailed")
                 and 0 <= rowcount < sent
             ):
                 stale[name] += sent - rowcount

@@ -3,9 +3,12 @@ worker: jobs parked by hand as a settle parks them."""
 
 from __future__ import annotations
 
+import psycopg
 import pytest
+from django.db import transaction
 
 from queue_engine import SignalError, ops, send_signal
+from queue_engine.connections import conninfo
 from queue_engine.models import AuditEvent, Job, JobSignal
 from tests.support import wait_jobs
 
@@ -69,3 +72,19 @@ def test_wake_now_ends_parked_waits_only_and_is_audited() -> None:
     assert job.meta["parked"]["woken"]["by"] == "ops@example.com"
     event = AuditEvent.objects.get(action="wake")
     assert (event.actor, event.target, event.count) == ("ops@example.com", str(sleeping.pk), 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_signal_in_an_open_transaction_does_not_hold_up_its_running_job() -> None:
+    job = wait_jobs.two_signals.enqueue()
+    Job.objects.filter(pk=job.pk).update(state="running", claim_token=1)
+
+    with transaction.atomic():
+        send_signal(job.pk, "go")
+        # What the worker writes on a running job's row meanwhile: a heartbeat.
+        with psycopg.connect(conninfo(), autocommit=True) as other:
+            other.execute("SET lock_timeout = '2s'")
+            beat = other.execute(
+                "UPDATE queue_engine_job SET heartbeat_at = now() WHERE id = %s", [job.pk]
+            )
+            assert beat.rowcount == 1
