@@ -130,3 +130,24 @@ def test_flow_result_returns_its_leaves_outputs_or_raises_with_its_dead_nodes(
     assert failed.value.state == "failed"
     assert [f["node"] for f in failed.value.failures] == ["broken"]
     assert "node broken failed" in str(failed.value)
+
+
+def test_a_flow_waits_while_a_node_is_parked_and_its_result_follows_the_signal(
+    transactional_db: None, workers: Workers
+) -> None:
+    flow = Flow("approval")
+    flow.add("draft", jobs.number, value=1)
+    flow.add("review", wait_jobs.async_wait_signal, depends_on=["draft"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows,waits")
+    review = wait_for(
+        lambda: Job.objects.filter(flow_id=flow_id, node_key="review", state="parked").first(),
+        timeout=20,
+        message="the review node to park",
+    )
+    with pytest.raises(ResultTimeout):
+        flow_result(flow_id, timeout=0.5)
+
+    send_signal(review.pk, "go", "approved")
+
+    assert flow_result(flow_id, timeout=20) == {"review": {"got": "approved"}}
