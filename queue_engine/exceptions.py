@@ -10,6 +10,7 @@ anything is written.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from queue_engine.durations import Seconds, to_seconds
@@ -83,7 +84,72 @@ class LeaseLost(Exception):
     removed): its effects must not commit."""
 
 
+class SignalTimeout(Exception):
+    """Raised by `ctx.wait_for_signal(name, timeout=...)` when no signal came in time (or
+    an operator woke the job early); the job's retry rules apply, and a retry waits
+    afresh."""
+
+
+class Parked(BaseException):
+    """Raised by a wait that must park its job (worker/waits.py), to end the attempt
+    without using it up; a BaseException, so that a handler's `except Exception` lets it
+    through. `wait` is what meta.parked records; `until`, when the wait ends by itself."""
+
+    def __init__(self, wait: Mapping[str, Any], until: datetime | None) -> None:
+        super().__init__(f"parked: {dict(wait)}")
+        self.wait = dict(wait)
+        self.until = until
+
+
+# --- raised by job_result and flow_result ---------------------------------------------
+
+
+class JobFailed(Exception):
+    """The job `job_result` waited for died (`state` "failed") or was cancelled; `error`
+    is its last recorded error (class, message, traceback, attempt), when it has one."""
+
+    def __init__(self, job_id: int, state: str, error: Mapping[str, Any] | None) -> None:
+        how = "died" if state == "failed" else "was cancelled"
+        detail = f": {error.get('class')}: {error.get('message')}" if error else ""
+        super().__init__(f"job {job_id} {how}{detail}")
+        self.job_id = job_id
+        self.state = state
+        self.error = dict(error) if error else None
+
+
+class FlowFailed(Exception):
+    """The flow `flow_result` waited for failed or was cancelled; `failures` lists its
+    dead and cancelled nodes ({"job", "node", "state", "error"})."""
+
+    def __init__(self, flow_id: int, state: str, failures: list[dict[str, Any]]) -> None:
+        first = failures[0] if failures else None
+        detail = ""
+        if first is not None:
+            error = first.get("error") or {}
+            detail = f": node {first.get('node') or first.get('job')} {first.get('state')}"
+            if error:
+                detail += f" ({error.get('class')}: {error.get('message')})"
+        super().__init__(f"flow {flow_id} {state}{detail}")
+        self.flow_id = flow_id
+        self.state = state
+        self.failures = failures
+
+
+class ResultTimeout(TimeoutError):
+    """`job_result` or `flow_result` gave up: the job or flow had not ended in time."""
+
+
+class UnknownIdError(LookupError):
+    """`job_result` or `flow_result` was given an id that names no job or flow (or one
+    whose history retention has removed)."""
+
+
 # --- bad input: nothing was written -------------------------------------------------
+
+
+class SignalError(ValueError):
+    """A signal that cannot be sent as asked (no such live job, a bad name or payload);
+    nothing was written."""
 
 
 class PayloadError(ValueError):

@@ -1,7 +1,8 @@
 """The names of job, history and flow states: one definition for the models, the reads and
 the console.
 
-A live job (queue_engine_job) is available, scheduled, running, blocked (a flow node
+A live job (queue_engine_job) is available, scheduled, running, parked (its handler
+waits for a signal or a time: `ctx.wait_for_signal`, `ctx.sleep_until`), blocked (a flow node
 waiting for its parents) or upstream_failed (a flow node that can no longer run: an
 ancestor is dead or cancelled; a requeue of its flow brings it back); an ended one (queue_engine_jobrecord) succeeded, failed (the
 dead letter) or was cancelled. A flow runs until it succeeds, fails or is cancelled.
@@ -18,6 +19,7 @@ class JobState(models.TextChoices):
     AVAILABLE = "available"
     SCHEDULED = "scheduled"
     RUNNING = "running"
+    PARKED = "parked"
     BLOCKED = "blocked"
     UPSTREAM_FAILED = "upstream_failed"
 
@@ -35,7 +37,7 @@ class FlowState(models.TextChoices):
     CANCELLED = "cancelled"
 
 
-LiveState = Literal["available", "scheduled", "running", "blocked", "upstream_failed"]
+LiveState = Literal["available", "scheduled", "running", "parked", "blocked", "upstream_failed"]
 EndedState = Literal["succeeded", "failed", "cancelled"]
 State = LiveState | EndedState
 FlowStateName = Literal["running", "succeeded", "failed", "cancelled"]
@@ -44,6 +46,7 @@ LIVE_STATES: tuple[LiveState, ...] = (
     "available",
     "scheduled",
     "running",
+    "parked",
     "blocked",
     "upstream_failed",
 )

@@ -29,6 +29,7 @@ STATUS = {
     "blocked": TaskResultStatus.READY,
     "upstream_failed": TaskResultStatus.READY,  # not ended: a requeue of its flow runs it
     "running": TaskResultStatus.RUNNING,
+    "parked": TaskResultStatus.RUNNING,  # started, and waits for a signal or a time
     "succeeded": TaskResultStatus.SUCCESSFUL,
     "failed": TaskResultStatus.FAILED,
     "cancelled": TaskResultStatus.FAILED,

@@ -41,6 +41,10 @@ EFFECTS: dict[Action, dict[str, Wording]] = {
             "move to history as cancelled (it can no longer run)",
             "move to history as cancelled (they can no longer run)",
         ),
+        "parked": (
+            "stop waiting for its signal or time and move to history as cancelled",
+            "stop waiting for their signals or times and move to history as cancelled",
+        ),
         "running": (
             "be told to stop; whatever it returns is discarded",
             "be told to stop; whatever they return is discarded",
@@ -61,6 +65,7 @@ EFFECTS: dict[Action, dict[str, Wording]] = {
         for state in (
             "available",
             "scheduled",
+            "parked",
             "blocked",
             "upstream_failed",
             "succeeded",

@@ -7,6 +7,7 @@ from queue_engine.models.logs import JobLog
 from queue_engine.models.metrics import MetricBucket, RollupState, ScrapeFailure
 from queue_engine.models.queues import ClaimLog, GroupLimit, QueueConfig, QueueDefaults
 from queue_engine.models.schedules import MissedFirePolicy, Schedule, ScheduleSource
+from queue_engine.models.signals import JobSignal
 from queue_engine.models.steps import JobStep
 from queue_engine.models.workers import WorkerProcess
 from queue_engine.states import FlowState, JobState, RecordState
@@ -24,6 +25,7 @@ __all__ = [
     "Job",
     "JobLog",
     "JobRecord",
+    "JobSignal",
     "JobState",
     "JobStep",
     "KindControl",

@@ -73,7 +73,7 @@ class JobQuerySet(models.QuerySet["Job"]):
 
 
 class Job(JobFields):
-    """A job that can still run: available, scheduled, running or blocked."""
+    """A job that can still run: available, scheduled, running, parked or blocked."""
 
     id = models.BigAutoField(primary_key=True)
     state = models.CharField(max_length=16, choices=JobState.choices, db_default="available")
@@ -98,6 +98,11 @@ class Job(JobFields):
             ),
             models.Index(
                 fields=["run_at"], name="qe_job_scheduled", condition=models.Q(state="scheduled")
+            ),
+            # Parked jobs with a deadline (a signal's timeout, a durable sleep), for the
+            # promoter; one parked with none has run_at far in the future (PARKED_FOREVER).
+            models.Index(
+                fields=["run_at"], name="qe_job_parked", condition=models.Q(state="parked")
             ),
             # Running rows are few (at most the fleet's concurrency): this one index
             # serves group caps, the rescuer and heartbeats, and leaves lease columns

@@ -17,6 +17,7 @@ from queue_engine.ops.jobs import (
     remove_jobs,
     retry_job,
     retry_jobs,
+    wake_jobs,
 )
 from queue_engine.ops.kinds import pause_kind, paused_kinds, resume_kind
 from queue_engine.ops.queues import (
@@ -62,4 +63,5 @@ __all__ = [
     "run_schedule_now",
     "set_group_limit",
     "update_queue_config",
+    "wake_jobs",
 ]

@@ -1,4 +1,4 @@
-"""Operator actions on jobs: cancel, retry, remove and redrive, one by one or many.
+"""Operator actions on jobs: cancel, retry, wake, remove and redrive, one by one or many.
 
 Each action runs in one transaction together with the AuditEvent that records
 it, and refuses what it cannot do with a message that says why.
@@ -147,6 +147,18 @@ def retry_jobs(ids: list[int], *, actor: Any = None, clear_steps: bool = False) 
             clear_steps=clear_steps,
         )
     return len(rows) + redriven
+
+
+def wake_jobs(ids: list[int], *, actor: Any = None) -> int:
+    """End the waits of these parked jobs now ("wake now"): a durable sleep returns, a
+    wait for a signal times out (SignalTimeout, or its default). Others are left."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql.OPS_WAKE_NOW, {"ids": ids, "actor": actor_name(actor)})
+        rows = cursor.fetchall()
+        if rows:
+            notify_changes([q for _, q in rows], [r[0] for r in rows])
+            audit(actor, "wake", "job", _target(rows), len(rows))
+    return len(rows)
 
 
 def remove_job(job_id: int, *, actor: Any = None) -> None:

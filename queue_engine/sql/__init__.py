@@ -14,6 +14,8 @@
     steps      durable steps: what ctx.step() reads and records
     kinds      the kill switch per job kind, and the Kinds page
     upstream   flow nodes that can no longer run (an ancestor dead or cancelled)
+    waits      signals, and jobs parked until a signal or a time
+    results    what job_result and flow_result read
 
 Parameters are always bound; table names are fixed by the models' db_table. The package
 exports every statement, so that code reads `sql.CLAIM` whatever module holds it.
@@ -34,10 +36,12 @@ from queue_engine.sql.notify import *  # noqa: F403
 from queue_engine.sql.ops import *  # noqa: F403
 from queue_engine.sql.queues import *  # noqa: F403
 from queue_engine.sql.reads import *  # noqa: F403
+from queue_engine.sql.results import *  # noqa: F403
 from queue_engine.sql.running import *  # noqa: F403
 from queue_engine.sql.schedules import *  # noqa: F403
 from queue_engine.sql.settle import *  # noqa: F403
 from queue_engine.sql.steps import *  # noqa: F403
 from queue_engine.sql.timeline import *  # noqa: F403
 from queue_engine.sql.upstream import *  # noqa: F403
+from queue_engine.sql.waits import *  # noqa: F403
 from queue_engine.sql.workers import *  # noqa: F403

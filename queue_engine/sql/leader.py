@@ -13,17 +13,19 @@ DELETE FROM queue_engine_claimlog l
 """
 
 
-# Scheduled jobs whose time has come become available (at most one poll late).
-# One statement (one round trip, atomic on its own): promote and wake each queue once.
-PROMOTE_SCHEDULED = f"""
+def promote(state: str, also: str = "") -> str:
+    """Jobs in `state` whose run_at has come become available (setting `also` too), a
+    batch of %(limit)s; one statement (one round trip, atomic on its own): promote and
+    wake each queue once."""
+    return f"""
 WITH due AS (
     SELECT id FROM queue_engine_job
-     WHERE state = 'scheduled' AND run_at <= now()
+     WHERE state = '{state}' AND run_at <= now()
      ORDER BY run_at
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED
 ), promoted AS (
-    UPDATE queue_engine_job j SET state = 'available'
+    UPDATE queue_engine_job j SET state = 'available'{also}
       FROM due WHERE j.id = due.id
     RETURNING j.id, j.queue, j.labels, j.priority, j.run_at
 ), woken AS ({wake_per_queue("promoted")}
@@ -32,6 +34,10 @@ WITH due AS (
 -- through a join on true, Postgres dropped the join and woke no one.
 SELECT p.queue, (SELECT count(*) FROM woken) AS woken FROM promoted p
 """
+
+
+# Scheduled jobs whose time has come become available (at most one poll late).
+PROMOTE_SCHEDULED = promote("scheduled")
 
 
 # Expired leases: back to available with the lost attempt recorded, unless the

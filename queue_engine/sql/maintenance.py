@@ -34,7 +34,7 @@ RETENTION_CUTOFF = f"SELECT {_RETENTION_CUTOFF}"
 
 # One batch of a queue's ended jobs of one state that are past the cutoff (and,
 # when given, ended after %(since)s: older ones were swept already), with their
-# log lines and steps, and the ended flows they were the last nodes of, from `table`: a state's part of the history, or its default
+# log lines, steps and unconsumed signals, and the ended flows they were the last nodes of, from `table`: a state's part of the history, or its default
 # leaf (queue_engine.history says which). Locked rows (being redriven) are skipped.
 # No ORDER BY: finished_at has a BRIN index, which cannot sort, and any expired rows
 # will do.
@@ -55,6 +55,8 @@ WITH doomed AS (
     DELETE FROM queue_engine_joblog l USING doomed WHERE l.job_id = doomed.id
 ), steps AS (
     DELETE FROM queue_engine_jobstep s USING doomed WHERE s.job_id = doomed.id
+), mail AS (
+    DELETE FROM queue_engine_jobsignal m USING doomed WHERE m.job_id = doomed.id
 ), {emptied_flows("SELECT flow_id FROM doomed", "r.id IN (SELECT id FROM doomed)")}
 DELETE FROM {table} r USING doomed WHERE r.id = doomed.id
 RETURNING r.id

@@ -55,12 +55,14 @@ RETURNING id
 """
 
 
-# Retry later: back to scheduled (or available at once) with the error kept.
+# Retry later: back to scheduled (or available at once) with the error kept; a wait
+# the attempt was parked in (meta.parked) starts afresh in the next one.
 SETTLE_RETRY = f"""
 UPDATE queue_engine_job j
    SET state = CASE WHEN {DELAY} > 0 THEN 'scheduled' ELSE 'available' END,
        run_at = now() + make_interval(secs => {DELAY}),
        errors = j.errors || jsonb_build_array((%(errors)s::jsonb[])[{AT}]),
+       meta = j.meta - 'parked',
        lease_owner = NULL, claim_token = NULL, lease_expires_at = NULL
  WHERE {FENCED} AND {CANCEL_NOT_REQUESTED}
 RETURNING j.id, j.queue, j.state

@@ -37,10 +37,13 @@ SELECT i.job_id, EXISTS (SELECT 1 FROM queue_engine_job j
 """
 
 
-# A removed job's log lines and steps go with it (`ops.remove_jobs`), as retention's do.
+# A removed job's log lines, steps and unconsumed signals go with it
+# (`ops.remove_jobs`), as retention's do.
 FORGET_REMOVED = """
 WITH logs AS (
     DELETE FROM queue_engine_joblog WHERE job_id = ANY(%(ids)s::bigint[])
+), mail AS (
+    DELETE FROM queue_engine_jobsignal WHERE job_id = ANY(%(ids)s::bigint[])
 )
 DELETE FROM queue_engine_jobstep WHERE job_id = ANY(%(ids)s::bigint[])
 """

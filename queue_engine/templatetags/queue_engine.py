@@ -155,6 +155,7 @@ def log_line(line: JobLog) -> SafeString:
 NODE_STATE_ORDER = (
     "succeeded",
     "running",
+    "parked",
     "available",
     "scheduled",
     "blocked",

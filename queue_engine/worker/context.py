@@ -7,11 +7,15 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
+from queue_engine.durations import Seconds
 from queue_engine.exceptions import LeaseLost
 from queue_engine.payloads import dump_json
-from queue_engine.worker.steps import Steps
+from queue_engine.worker import waits
+from queue_engine.worker.steps import MISSING, Steps
+from queue_engine.worker.waits import NO_DEFAULT
 
 if TYPE_CHECKING:
     from queue_engine.worker.execution import Execution
@@ -136,6 +140,65 @@ class JobContext:
     async def astep(self, name: str, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """`step` for async handlers: `func` may be a coroutine function or a plain one."""
         return await self._steps().arun(name, func, args, kwargs)
+
+    def wait_for_signal(
+        self, name: str, timeout: Seconds | None = None, *, default: Any = NO_DEFAULT
+    ) -> Any:
+        """Return the payload of the next signal `name` sent to this job
+        (`queue_engine.send_signal`), parking the job until one comes.
+
+        While parked the job holds no slot, thread, connection or lease; it resumes by
+        running again from the start, its finished steps and waits returning what they
+        returned before. Each signal is delivered to one wait exactly once. After
+        `timeout` (or an operator's "wake now") raises `SignalTimeout`, or returns
+        `default` when one is given. For plain-function handlers; `await_for_signal` in
+        async ones.
+        """
+        wait, stored = waits.begin_signal_wait(self._steps(), name)
+        if stored is not MISSING:
+            return waits.recorded_payload(stored)
+        taken, payload = waits.consume_signal(wait, name)
+        if taken:
+            return payload
+        return waits.after_no_signal(wait, name, timeout, default)
+
+    async def await_for_signal(
+        self, name: str, timeout: Seconds | None = None, *, default: Any = NO_DEFAULT
+    ) -> Any:
+        """`wait_for_signal` for async handlers."""
+        wait, stored = waits.begin_signal_wait(self._steps(), name)
+        if stored is not MISSING:
+            return waits.recorded_payload(stored)
+        taken, payload = await waits.aconsume_signal(wait, name)
+        if taken:
+            return payload
+        if wait.ended() is not None and default is not NO_DEFAULT:
+            return await waits.arecord_end(wait, {"timeout": True, "payload": default})
+        return waits.after_no_signal(wait, name, timeout, default)
+
+    def sleep_until(self, when: datetime) -> None:
+        """Park the job until `when` (an aware datetime), using no attempt; it resumes by
+        running again, as after `wait_for_signal`. An operator's "wake now" ends it early."""
+        wait = waits.begin_sleep(self._steps(), when, None)
+        if wait is not None:
+            waits.record_end(wait, waits.sleep_ended(wait))
+
+    def sleep_for(self, duration: Seconds) -> None:
+        """`sleep_until` now plus `duration` (seconds or a timedelta), counted from the
+        first time the handler gets here."""
+        wait = waits.begin_sleep(self._steps(), None, duration)
+        if wait is not None:
+            waits.record_end(wait, waits.sleep_ended(wait))
+
+    async def asleep_until(self, when: datetime) -> None:
+        wait = waits.begin_sleep(self._steps(), when, None)
+        if wait is not None:
+            await waits.arecord_end(wait, waits.sleep_ended(wait))
+
+    async def asleep_for(self, duration: Seconds) -> None:
+        wait = waits.begin_sleep(self._steps(), None, duration)
+        if wait is not None:
+            await waits.arecord_end(wait, waits.sleep_ended(wait))
 
     def _steps(self) -> Steps:
         execution = self._execution

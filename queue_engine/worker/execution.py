@@ -15,7 +15,15 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from queue_engine.definitions import DEFAULT_BACKOFF, Backoff, JobDefinition
-from queue_engine.exceptions import Fatal, IdleTimeout, LeaseLost, PayloadError, Retry, Snooze
+from queue_engine.exceptions import (
+    Fatal,
+    IdleTimeout,
+    LeaseLost,
+    Parked,
+    PayloadError,
+    Retry,
+    Snooze,
+)
 from queue_engine.payloads import dump_json, storable
 from queue_engine.registry import registry
 from queue_engine.worker import middleware
@@ -63,7 +71,9 @@ class CancelFlag:
         return event.wait(timeout)
 
 
-OutcomeKind = Literal["succeeded", "retry", "failed", "snoozed", "released", "cancelled", "dropped"]
+OutcomeKind = Literal[
+    "succeeded", "retry", "failed", "snoozed", "parked", "released", "cancelled", "dropped"
+]
 
 
 @dataclass(slots=True)
@@ -73,7 +83,8 @@ class Outcome:
     result: str | None = None  # JSON text
     error: str | None = None  # JSON text of this attempt's error
     delay: float = 0.0
-    payload: str | None = None  # JSON text (snooze with a new payload)
+    payload: str | None = None  # JSON text (snooze with a new payload; parked: its wait)
+    until: datetime | None = None  # parked: when its wait ends by itself
 
 
 # The longest a retry or a snooze waits. A delay Postgres cannot add to now() (past the
@@ -286,6 +297,10 @@ class Execution:
     def _error_outcome(self, exc: BaseException, definition: JobDefinition) -> Outcome:
         if self.cancelled.is_set() and self.cancel_reason in ("cancelled", "shutdown"):
             return self.cancelled_outcome()  # however the handler stopped, on request
+        if isinstance(exc, Parked):
+            if self.completed_in_transaction:
+                return Outcome("dropped", self)  # it completed already: nothing to park
+            return Outcome("parked", self, payload=json.dumps(exc.wait), until=exc.until)
         if not isinstance(exc, Exception) and not self.is_async:
             # SystemExit or KeyboardInterrupt raised by a plain function ends its
             # attempt only; the worker goes on.

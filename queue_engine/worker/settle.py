@@ -36,6 +36,9 @@ SETTLE_FAILED = Prepared("qe_settle_failed", sql.SETTLE_FAILED)
 SETTLE_CANCELLED = Prepared("qe_settle_cancelled", sql.SETTLE_CANCELLED)
 SETTLE_RETRY = Prepared("qe_settle_retry", sql.SETTLE_RETRY)
 SETTLE_SNOOZED = Prepared("qe_settle_snoozed", sql.SETTLE_SNOOZED)
+LOCK_MAILBOXES = Prepared("qe_lock_mailboxes", sql.LOCK_MAILBOXES)
+SETTLE_PARKED = Prepared("qe_settle_parked", sql.SETTLE_PARKED)
+WAKE_MAILED = Prepared("qe_wake_mailed", sql.WAKE_MAILED)
 RELEASE = Prepared("qe_release", sql.RELEASE)
 RECORD_RESULT = Prepared("qe_record_result", sql.RECORD_RESULT)
 RECORD_RESULT_FLOW = Prepared("qe_record_result_flow", sql.RECORD_RESULT_FLOW)
@@ -141,6 +144,7 @@ class SettleBatch:
     failed: list[Outcome] = field(default_factory=list)
     retry: list[Outcome] = field(default_factory=list)
     snoozed: list[Outcome] = field(default_factory=list)
+    parked: list[Outcome] = field(default_factory=list)
     released: list[Outcome] = field(default_factory=list)
     cancelled: list[Outcome] = field(default_factory=list)
     results: list[Outcome] = field(default_factory=list)
@@ -158,6 +162,7 @@ class SettleBatch:
             or self.failed
             or self.retry
             or self.snoozed
+            or self.parked
             or self.released
             or self.cancelled
             or self.results
@@ -292,6 +297,17 @@ class SettleBatch:
                     },
                 )
             )
+        if self.parked:
+            parked = {
+                **ids_tokens(self.parked),
+                "untils": [o.until for o in self.parked],
+                "waits": [o.payload for o in self.parked],
+            }
+            # After the mailboxes' locks: a signal being sent now commits first.
+            statements.append(("mailboxes", LOCK_MAILBOXES, [], {"ids": parked["ids"]}))
+            statements.append(("parked", SETTLE_PARKED, self.parked, parked))
+            # A statement of its own: its snapshot sees the signals sent meanwhile.
+            statements.append(("mailed", WAKE_MAILED, [], {"ids": parked["ids"]}))
         if self.released:
             statements.append(("released", RELEASE, self.released, ids_tokens(self.released)))
         if self.cancelled:
@@ -361,7 +377,10 @@ class SettleBatch:
         stale: dict[str, int] = defaultdict(int)
         for name, sent, place in self.places:
             rowcount = script.rowcount(place)
-            if name not in ("results", "flow", "progress", "upstream") and 0 <= rowcount < sent:
+            if (
+                name not in ("results", "flow", "progress", "upstream", "mailboxes", "mailed")
+                and 0 <= rowcount < sent
+            ):
                 stale[name] += sent - rowcount
         for name, count in stale.items():
             logger.info(
@@ -378,6 +397,7 @@ def changed_outcomes(batch: SettleBatch) -> list[Outcome]:
         + batch.failed
         + batch.retry
         + batch.snoozed
+        + batch.parked
         + batch.released
         + batch.cancelled
     )

@@ -44,13 +44,16 @@ class StepWriter:
     """
 
     def __init__(self) -> None:
-        self.pending: list[tuple[tuple[Any, ...], Future[bool]]] = []
+        # A step to record (RECORD_COLUMNS), or a signal to consume (sql.CONSUME_SIGNAL's
+        # parameters, a dict: worker/waits.py).
+        self.pending: list[tuple[tuple[Any, ...] | dict[str, Any], Future[Any]]] = []
         self.wake = threading.Condition()
         self.thread: threading.Thread | None = None
 
-    def submit(self, args: tuple[Any, ...]) -> Future[bool]:
-        """Record a step (RECORD_COLUMNS); the future says whether its job is still held."""
-        future: Future[bool] = Future()
+    def submit(self, args: tuple[Any, ...] | dict[str, Any]) -> Future[Any]:
+        """Record a step (RECORD_COLUMNS), the future saying whether its job is still
+        held; or consume a signal (a dict), the future giving sql.CONSUME_SIGNAL's row."""
+        future: Future[Any] = Future()
         with self.wake:
             self.pending.append((args, future))
             if self.thread is None or not self.thread.is_alive():
@@ -93,15 +96,24 @@ class StepWriter:
         return psycopg.connect(conninfo(session=True, application_name="queue_engine steps"))
 
     @staticmethod
-    def _write(conn: Any, batch: list[tuple[tuple[Any, ...], Future[bool]]]) -> None:
-        columns = zip(*(args for args, _future in batch), strict=True)
-        with conn.transaction(), conn.cursor() as cursor:
-            cursor.execute(
-                sql.RECORD_STEPS, dict(zip(RECORD_COLUMNS, map(list, columns), strict=True))
-            )
-            held = [row[1] for row in cursor.fetchall()]
-        for (_args, future), ours in zip(batch, held, strict=True):
-            future.set_result(ours)
+    def _write(
+        conn: Any, batch: list[tuple[tuple[Any, ...] | dict[str, Any], Future[Any]]]
+    ) -> None:
+        steps = [(args, future) for args, future in batch if isinstance(args, tuple)]
+        if steps:
+            columns = zip(*(args for args, _future in steps), strict=True)
+            with conn.transaction(), conn.cursor() as cursor:
+                cursor.execute(
+                    sql.RECORD_STEPS, dict(zip(RECORD_COLUMNS, map(list, columns), strict=True))
+                )
+                held = [row[1] for row in cursor.fetchall()]
+            for (_args, future), ours in zip(steps, held, strict=True):
+                future.set_result(ours)
+        for args, future in batch:
+            if isinstance(args, dict):  # each in a transaction of its own: few, and rare
+                with conn.transaction(), conn.cursor() as cursor:
+                    cursor.execute(sql.CONSUME_SIGNAL, args)
+                    future.set_result(cursor.fetchone())
 
 
 MAX_BATCH = 1000
@@ -112,7 +124,7 @@ WRITER = StepWriter()
 class Steps:
     """The steps of one attempt: those recorded before it, and the names it used."""
 
-    __slots__ = ("execution", "recorded", "used")
+    __slots__ = ("execution", "recorded", "used", "waits")
 
     def __init__(self, execution: Execution) -> None:
         self.execution = execution
@@ -120,6 +132,7 @@ class Steps:
         # `steps`), and those this attempt records.
         self.recorded: dict[str, Any] = json.loads(execution.recorded_steps or "{}")
         self.used: set[str] = set()
+        self.waits: dict[str, int] = {}  # waits reached this attempt, by kind (worker/waits.py)
 
     def run(self, name: str, func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         stored = self.lookup(name)

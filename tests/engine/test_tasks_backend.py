@@ -53,6 +53,13 @@ def test_task_enqueues_a_job_that_reports_ready() -> None:
     assert build_report.get_result(result.id).args == [7]
 
 
+def test_a_parked_task_reports_running() -> None:
+    result = build_report.enqueue(8)
+    Job.objects.filter(pk=int(result.id)).update(state="parked")
+
+    assert build_report.get_result(result.id).status == TaskResultStatus.RUNNING
+
+
 def test_run_after_schedules_the_job() -> None:
     later = timezone.now() + dt.timedelta(minutes=10)
 

@@ -66,7 +66,10 @@ class Workers:
         env.update(
             {
                 "DATABASE_URL": self.database_url,
-                "JOBSITE_JOB_MODULES": "tests.support.jobs,tests.support.step_jobs,tests.support.kind_jobs",
+                "JOBSITE_JOB_MODULES": (
+                    "tests.support.jobs,tests.support.step_jobs,tests.support.kind_jobs,"
+                    "tests.support.wait_jobs"
+                ),
                 "DJANGO_SETTINGS_MODULE": "jobsite.settings",
                 "PYTHONUNBUFFERED": "1",
                 "JOBSITE_DB_POOL": "0",  # importing jobsite.asgi in a test sets it for daphne

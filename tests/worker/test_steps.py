@@ -7,7 +7,6 @@ so the tests count how often each step really ran.
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 
 import pytest
 from django.db import connection
@@ -15,39 +14,10 @@ from django.db import connection
 from queue_engine import ops
 from queue_engine.models import JobRecord, JobStep, QueueConfig
 from tests.support import step_jobs
-from tests.support.step_jobs import STEP_RUNS_TABLE
+from tests.support.step_runs import ended, runs
 from tests.support.workers import Workers, wait_for
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def step_runs(transactional_db: None) -> Iterator[None]:
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS test_step_runs")
-        cursor.execute(STEP_RUNS_TABLE)
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS test_step_runs")
-
-
-def runs(job_id: int) -> list[tuple[str, int]]:
-    """(step, attempt) for every time a step's function ran, in order."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT step, attempt FROM test_step_runs WHERE job_id = %s AND step <> 'go'"
-            " ORDER BY seq",
-            [job_id],
-        )
-        return list(cursor.fetchall())
-
-
-def ended(job_id: int, timeout: float = 30) -> JobRecord:
-    return wait_for(
-        lambda: JobRecord.objects.filter(pk=job_id).first(),
-        timeout=timeout,
-        message=f"job {job_id} to end",
-    )
 
 
 def recorded(job_id: int) -> list[tuple[str, int]]:

@@ -1,4 +1,5 @@
-"""Promotes scheduled jobs whose time has come: they become available to claim."""
+"""Promotes scheduled jobs whose time has come, and parked jobs whose wait's deadline has:
+they become available to claim."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ async def promote_due(conn: psycopg.AsyncConnection) -> int:
     The leader runs it every tick; a worker in burst mode runs it too before it stops,
     so a job that fell due meanwhile is not left behind."""
     total = 0
-    while True:
-        cur = await conn.execute(sql.PROMOTE_SCHEDULED, {"limit": BATCH})
-        total += cur.rowcount
-        if cur.rowcount < BATCH:
-            return total
+    for statement in (sql.PROMOTE_SCHEDULED, sql.PROMOTE_PARKED):
+        while True:
+            cur = await conn.execute(statement, {"limit": BATCH})
+            total += cur.rowcount
+            if cur.rowcount < BATCH:
+                break
+    return total

@@ -1,0 +1,65 @@
+"""A parked job on the console: its state word and what it waits for, light and dark."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from queue_engine.models import Job
+from queue_engine.templatetags.queue_engine import node_segments
+from tests.browser.conftest import Server
+
+SHOTS = Path("/work/wt/shots")
+
+
+def parked_job(signal: str | None, until: timedelta | None) -> Job:
+    now = timezone.now()
+    deadline = now + until if until is not None else None
+    return Job.objects.create(
+        kind="tests.wait_signal",
+        queue="waits",
+        name="publish article",
+        state="parked",
+        run_at=deadline or now.replace(year=9999, month=12, day=31),
+        meta={
+            "parked": {
+                "step": f"signal:{signal}#1" if signal else "sleep#1",
+                "signal": signal,
+                "since": (now - timedelta(minutes=5)).isoformat(),
+                "until": deadline.isoformat() if deadline else None,
+            }
+        },
+    )
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_job_page_says_what_a_parked_job_waits_for(
+    new_page: Any, server: Server, scheme: str
+) -> None:
+    waiting = parked_job("review", None)
+    sleeping = parked_job(None, timedelta(days=7, hours=1))
+    page = new_page("viewer", color_scheme=scheme)
+
+    page.goto(f"{server.url}/jobs/{waiting.id}/")
+    assert page.inner_text("#job-state-badge") == "parked"
+    notice = page.inner_text("#job-parked")
+    assert "Waits for the signal review since 5 min ago, with no deadline." in notice
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"waits-parked-{scheme}.png"), full_page=True)
+
+    page.goto(f"{server.url}/jobs/{sleeping.id}/")
+    assert "Sleeps since 5 min ago, until in 7 d." in page.inner_text("#job-parked")
+    page.goto(f"{server.url}/jobs/?state=parked")
+    assert page.locator("tbody tr").count() == 2
+    page.screenshot(path=str(SHOTS / f"waits-list-{scheme}.png"), full_page=True)
+    assert page.errors == []
+
+
+def test_a_flows_progress_bar_counts_its_parked_nodes() -> None:
+    segments = node_segments({"parked": 1, "succeeded": 3})
+
+    assert [(state, count) for state, count, _ in segments] == [("succeeded", 3), ("parked", 1)]

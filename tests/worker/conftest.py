@@ -1,0 +1,3 @@
+"""Fixtures of the worker tests."""
+
+from tests.support.step_runs import step_runs  # noqa: F401  the fixture
