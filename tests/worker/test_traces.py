@@ -3,7 +3,7 @@
 import traceback
 
 from queue_engine.exceptions import Fatal
-from queue_engine.worker.execution import format_trace
+from queue_engine.worker.tracebacks import format_trace
 
 
 def lookup(data: dict[str, int]) -> int:
