@@ -135,10 +135,10 @@ def test_tabs_use_one_word_per_state_and_keep_counts_under_a_kind(
     shot(page, f"queues-{scheme}")
 
     assert labels == [
-        "All", "Available", "Scheduled", "Running", "Blocked", "Upstream failed",
+        "All", "Available", "Scheduled", "Running", "Parked", "Blocked", "Upstream failed",
         "Succeeded", "Dead", "Cancelled",
     ]  # fmt: skip
-    assert counts == ["2", "0", "0", "1", "1", "0", "0", "0", "0"]
+    assert counts == ["2", "0", "0", "1", "0", "1", "0", "0", "0", "0"]
     assert notes == 0
     assert "1 running · 1 blocked" in breakdown
     assert not page.errors
