@@ -11,8 +11,8 @@ import pytest
 from queue_engine.flows import Flow
 from queue_engine.models import JobSignal
 from queue_engine.templatetags.queue_engine import node_segments
-from tests.support import jobs
 from tests.browser.conftest import Server
+from tests.support import jobs
 from tests.support.parked import parked_job
 
 SHOTS = Path("/work/wt/shots")
