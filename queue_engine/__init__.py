@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         UnknownIdError,
     )
     from queue_engine.flows import Flow, Node
+    from queue_engine.gates import send_flow_signal
     from queue_engine.kinds import job
     from queue_engine.results import aflow_result, ajob_result, flow_result, job_result
     from queue_engine.waits import send_signal
@@ -46,6 +47,7 @@ _HOMES = {
     "enqueue": "queue_engine.enqueueing.single",
     "enqueue_many": "queue_engine.enqueueing.bulk",
     "send_signal": "queue_engine.waits",
+    "send_flow_signal": "queue_engine.gates",
     "Cancelled": "queue_engine.exceptions",
     "EnqueueError": "queue_engine.exceptions",
     "Fatal": "queue_engine.exceptions",
@@ -103,6 +105,7 @@ __all__ = [
     "flow_result",
     "job",
     "job_result",
+    "send_flow_signal",
     "send_signal",
 ]
 

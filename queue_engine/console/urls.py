@@ -19,6 +19,7 @@ from queue_engine.console.views import (
     queues,
     rerun,
     schedules,
+    signals,
     workers,
 )
 
@@ -31,9 +32,12 @@ urlpatterns = [
     path("jobs/", jobs.jobs, name="jobs"),
     path("jobs/bulk/", jobs.bulk, name="bulk"),
     path("jobs/<int:job_id>/", job.job_detail, name="job"),
+    path("jobs/<int:job_id>/signal/", signals.job_signal, name="job_signal"),
+    path("jobs/<int:job_id>/wake/", signals.job_wake, name="job_wake"),
     path("flows/", flows.flows, name="flows"),
     path("flows/<int:flow_id>/", flows.flow_detail, name="flow"),
     path("flows/<int:flow_id>/action/", flows.flow_action, name="flow_action"),
+    path("flows/<int:flow_id>/gate/", signals.flow_gate, name="flow_gate"),
     path("flows/<int:flow_id>/rerun/", rerun.rerun_from, name="flow_rerun_from"),
     path("dead/", dead.dead, name="dead"),
     path("dead/group/", dead.dead_group_action, name="dead_group"),

@@ -21,10 +21,12 @@ from django.db import IntegrityError, connection, transaction
 
 from queue_engine import sql
 from queue_engine.definitions import JobDefinition
+from queue_engine.durations import Seconds, to_seconds
 from queue_engine.enqueueing.hooks import producing
 from queue_engine.enqueueing.prepare import JobSpec, Row, prepare, spec_for
-from queue_engine.exceptions import EnqueueError, FlowError
+from queue_engine.exceptions import EnqueueError, FlowError, SignalError
 from queue_engine.payloads import dump_json, text_problem
+from queue_engine.waits import check_name
 
 if TYPE_CHECKING:
     from queue_engine.kinds import JobKind
@@ -110,6 +112,31 @@ class Flow:
         spec = node_spec(f"flow {self.name!r}: node {key!r}", job, args, kwargs)
         self.nodes[key] = Node(key, spec, self._parents(f"node {key!r}", depends_on))
         return key
+
+    def add_gate(
+        self,
+        key: str,
+        *,
+        signal: str,
+        timeout: Seconds | None = None,
+        depends_on: Iterable[str] = (),
+        queue: str | None = None,
+    ) -> str:
+        """Add a gate: a node that waits for the signal `signal` (sent with
+        `send_flow_signal` or to its job), whose children run once it comes, reading its
+        payload as the gate's output. Past `timeout` seconds of waiting it fails, and its
+        children with it. It runs on `queue` (the default queue unless given), whose
+        workers park it: it holds no slot while it waits."""
+        from queue_engine.gates import gate
+
+        try:
+            check_name(signal)
+        except SignalError as exc:
+            raise FlowError(f"flow {self.name!r}: gate {key!r}: {exc}") from None
+        kind = gate if queue is None else gate.using(queue=queue)
+        return self.add(
+            key, kind, signal=signal, timeout=to_seconds(timeout), depends_on=depends_on
+        )
 
     def _parents(self, what: str, depends_on: Iterable[str]) -> list[str]:
         """The parent keys, each once; a bare string is refused (it would be read as letters)."""

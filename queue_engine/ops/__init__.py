@@ -34,6 +34,7 @@ from queue_engine.ops.schedules import (
     remove_schedule,
     run_schedule_now,
 )
+from queue_engine.ops.signals import open_gate, send_signal
 
 __all__ = [
     "DeadGroupKey",
@@ -42,6 +43,7 @@ __all__ = [
     "cancel_jobs",
     "disable_schedule",
     "enable_schedule",
+    "open_gate",
     "pause_kind",
     "pause_queue",
     "paused_kinds",
@@ -61,6 +63,7 @@ __all__ = [
     "retry_job",
     "retry_jobs",
     "run_schedule_now",
+    "send_signal",
     "set_group_limit",
     "update_queue_config",
     "wake_jobs",

@@ -7,33 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.utils import timezone
 
-from queue_engine.models import Job
+from queue_engine.flows import Flow
+from queue_engine.models import JobSignal
 from queue_engine.templatetags.queue_engine import node_segments
 from tests.browser.conftest import Server
+from tests.support import jobs
+from tests.support.parked import parked_job
 
 SHOTS = Path("/work/wt/shots")
-
-
-def parked_job(signal: str | None, until: timedelta | None) -> Job:
-    now = timezone.now()
-    deadline = now + until if until is not None else None
-    return Job.objects.create(
-        kind="tests.wait_signal",
-        queue="waits",
-        name="publish article",
-        state="parked",
-        run_at=deadline or now.replace(year=9999, month=12, day=31),
-        meta={
-            "parked": {
-                "step": f"signal:{signal}#1" if signal else "sleep#1",
-                "signal": signal,
-                "since": (now - timedelta(minutes=5)).isoformat(),
-                "until": deadline.isoformat() if deadline else None,
-            }
-        },
-    )
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -63,3 +45,33 @@ def test_a_flows_progress_bar_counts_its_parked_nodes() -> None:
     segments = node_segments({"parked": 1, "succeeded": 3})
 
     assert [(state, count) for state, count, _ in segments] == [("succeeded", 3), ("parked", 1)]
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_an_operator_approves_a_parked_job_and_opens_a_flows_gate(
+    new_page: Any, server: Server, scheme: str
+) -> None:
+    waiting = parked_job("review", None)
+    flow = Flow("publish")
+    flow.add("draft", jobs.number, value=1)
+    flow.add_gate("approved", signal="approval", depends_on=["draft"])
+    flow_id = flow.submit()
+    page = new_page("operator", color_scheme=scheme)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+
+    page.goto(f"{server.url}/jobs/{waiting.id}/")
+    page.screenshot(path=str(SHOTS / f"gates-job-{scheme}.png"), full_page=True)
+    page.get_by_role("button", name="Approve…").click()
+    assert "it resumes at once" in page.inner_text("#confirm-signal")
+    page.screenshot(path=str(SHOTS / f"gates-confirm-{scheme}.png"), full_page=True)
+    page.get_by_role("button", name="Send signal").click()
+    assert page.inner_text("#job-state-badge") == "available"
+
+    page.goto(f"{server.url}/flows/{flow_id}/")
+    assert "for the signal approval" in page.inner_text("#flow-gates")
+    page.screenshot(path=str(SHOTS / f"gates-flow-{scheme}.png"), full_page=True)
+    page.get_by_role("button", name="Open gate…").click()
+    page.get_by_role("button", name="Open gate", exact=True).click()
+    assert "1 gate opened by signal approval" in page.inner_text("body")
+    assert JobSignal.objects.filter(name="approval").count() == 1
+    assert page.errors == []

@@ -50,3 +50,9 @@ def durable_sleep(ctx: JobContext, seconds: float) -> dict[str, Any]:
     ctx.sleep_for(seconds)
     ctx.step("after", effect, ctx.job_id, "after", ctx.attempt)
     return {"slept": seconds}
+
+
+@job(kind="tests.echo_outputs", queue="flows")
+def echo_outputs(ctx: JobContext) -> dict[str, Any]:
+    """A flow node's parents' outputs, as it read them."""
+    return dict(ctx.outputs)

@@ -18,6 +18,8 @@ from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.job_filters import RANGES
 from queue_engine.console.views.params import htmx_target, int_param
 from queue_engine.exceptions import NarrowFilter, OpsError
+from queue_engine.gates import GATE_KIND
+from queue_engine.models import Job
 from queue_engine.ops import flows as ops_flows
 
 RANGE_CHOICES = [
@@ -190,10 +192,23 @@ def flow_context(flow_id: int, *, timeline: bool = False) -> dict[str, Any]:
         "graph_data": graph_data(graph),
         "flow_actions": allowed_actions(graph.flow.state),
         "actions": ACTIONS,
+        "gates": waiting_gates(flow_id),
     }
     if timeline:
         context["timeline"] = reads.flow_timeline(read)
     return context
+
+
+def waiting_gates(flow_id: int) -> list[tuple[str, list[str]]]:
+    """The signals the flow's unopened gates wait for, each with its gates' keys."""
+    found: dict[str, list[str]] = {}
+    for key, payload in (
+        Job.objects.filter(flow_id=flow_id, kind=GATE_KIND)
+        .order_by("id")
+        .values_list("node_key", "payload")
+    ):
+        found.setdefault(payload["signal"], []).append(key or "")
+    return sorted(found.items())
 
 
 def graph_data(graph: reads.FlowGraph) -> dict[str, Any]:
@@ -210,6 +225,7 @@ def graph_data(graph: reads.FlowGraph) -> dict[str, Any]:
                 "progress": node.progress,
                 # upstream_failed: the key of the ancestor that ended it
                 "cause": (node.upstream or {}).get("key"),
+                "gate": node.kind == GATE_KIND,
             }
             for node in graph.nodes
         ],

@@ -12,6 +12,7 @@ from django.utils import timezone
 from queue_engine import reads
 from queue_engine.console import actions
 from queue_engine.console.access import viewer_required
+from queue_engine.console.views import signals
 from queue_engine.console.views.params import int_param
 from queue_engine.models import Job, JobLog, JobRecord
 
@@ -77,6 +78,7 @@ def state_context(job: Job | JobRecord) -> dict[str, Any]:
         "job": job,
         "ended": isinstance(job, JobRecord),
         "timings": timings(job),
+        "mailbox": [] if isinstance(job, JobRecord) else signals.mailbox(job.pk),
         "run": len(run_starts(job)) + 1,
         # A running job asked to stop already has nothing left to offer: it is ending.
         "job_actions": []

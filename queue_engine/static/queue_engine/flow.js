@@ -32,6 +32,7 @@
 
   function stateLine(node) {
     var text = STATE_TEXT[node.state] || node.state;
+    if (node.gate) text = "gate · " + text;
     if (node.state === "upstream_failed" && node.cause) text = "upstream failed: " + node.cause;
     if (node.state === "running" && node.progress !== null && node.progress !== undefined) {
       text += " · " + Math.round(node.progress * 100) + "%";
@@ -123,7 +124,7 @@
       var box = g.node(String(n.id));
       var link = el("a", {
         href: jobUrl.replace(/0\/$/, n.id + "/"),
-        "class": "node s-" + n.state,
+        "class": "node s-" + n.state + (n.gate ? " gate" : ""),
         transform: "translate(" + (box.x - NODE_W / 2) + "," + (box.y - NODE_H / 2) + ")",
       }, nodes);
       el("rect", { "class": "box", width: NODE_W, height: NODE_H, rx: 7 }, link);
@@ -147,7 +148,7 @@
   }
 
   function paint(entry, node, flash) {
-    var cls = "node s-" + node.state;
+    var cls = "node s-" + node.state + (node.gate ? " gate" : "");
     var changed = entry.link.getAttribute("class").split(" ")[1] !== "s-" + node.state;
     entry.link.setAttribute("class", cls + (flash && changed ? " changed" : ""));
     entry.state.textContent = stateLine(node);

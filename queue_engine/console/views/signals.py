@@ -1,0 +1,120 @@
+"""Signals from the console: send one to a parked job ("Approve", or a name and a JSON
+payload), wake a sleeping job now, open a flow's gate; each behind a confirmation."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from queue_engine import ops, reads
+from queue_engine.console.access import operator_required
+from queue_engine.exceptions import OpsError
+from queue_engine.gates import live_gates
+from queue_engine.models import Job, JobSignal
+
+MAILBOX_SHOWN = 50
+
+
+def mailbox(job_id: int) -> list[JobSignal]:
+    """The signals sent to the job that no wait has taken yet, oldest first."""
+    return list(JobSignal.objects.filter(job_id=job_id).order_by("id")[:MAILBOX_SHOWN])
+
+
+def read_payload(text: str) -> tuple[Any, str | None]:
+    """The JSON payload typed in the form (empty means null), or why it cannot be read."""
+    if not text.strip():
+        return None, None
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, (
+            f"The payload is not valid JSON ({exc.msg} at line {exc.lineno}, column "
+            f'{exc.colno}); write an object such as {{"approved": true}}, or leave it empty.'
+        )
+
+
+def confirm(request: HttpRequest, status: int = 200, **context: Any) -> HttpResponse:
+    return render(request, "queue_engine/confirm_signal.html", context, status=status)
+
+
+@operator_required
+def job_signal(request: HttpRequest, job_id: int) -> HttpResponse:
+    back = reverse("queue_engine:job", args=[job_id])
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None:
+        messages.error(request, f"Job {job_id} has ended or does not exist: no signal was sent.")
+        return redirect(back)
+    name = request.POST.get("name", "").strip()
+    text = request.POST.get("payload", "")
+    payload, problem = read_payload(text)
+    if not name or len(name) > 200:
+        problem = "A signal needs a name of 1 to 200 characters; type the name the job waits for."
+    base: dict[str, Any] = {
+        "page": "jobs",
+        "job": job,
+        "back": back,
+        "name": name,
+        "payload_text": text,
+    }
+    if problem is not None:
+        return confirm(request, status=400, kind="signal", problem=problem, **base)
+    if request.POST.get("confirm") != "yes":
+        waits_for = (
+            (job.meta or {}).get("parked", {}).get("signal") if job.state == "parked" else None
+        )
+        return confirm(request, kind="signal", payload=payload, resumes=waits_for == name, **base)
+    try:
+        ops.send_signal(job_id, name, payload, actor=request.user)
+    except OpsError as exc:
+        messages.error(request, str(exc))
+        return redirect(back)
+    messages.success(request, f"Signal {name} sent to job #{job_id}.")
+    return redirect(back)
+
+
+@operator_required
+def job_wake(request: HttpRequest, job_id: int) -> HttpResponse:
+    back = reverse("queue_engine:job", args=[job_id])
+    job = Job.objects.filter(pk=job_id, state="parked").first()
+    if job is None:
+        messages.error(request, f"Job {job_id} is not parked: there is nothing to wake.")
+        return redirect(back)
+    if request.POST.get("confirm") != "yes":
+        return confirm(request, kind="wake", page="jobs", job=job, back=back)
+    if ops.wake_jobs([job_id], actor=request.user) == 0:
+        messages.error(request, f"Job {job_id} is no longer parked: nothing was woken.")
+    else:
+        messages.success(request, f"Job #{job_id} woken: it runs again now.")
+    return redirect(back)
+
+
+@operator_required
+def flow_gate(request: HttpRequest, flow_id: int) -> HttpResponse:
+    back = reverse("queue_engine:flow", args=[flow_id])
+    flow = reads.flow_graph(flow_id, max_nodes=1)
+    if flow is None:
+        raise Http404(f"Flow {flow_id} does not exist.")
+    name = request.POST.get("name", "")
+    waiting = sorted(live_gates(flow_id, name))
+    if not waiting:
+        messages.error(
+            request, f"No gate of flow {flow_id} waits for the signal {name!r}: nothing was sent."
+        )
+        return redirect(back)
+    if request.POST.get("confirm") != "yes":
+        return confirm(
+            request, kind="gate", page="flows", flow=flow.flow, name=name, gates=waiting, back=back
+        )
+    try:
+        opened = ops.open_gate(flow_id, name, {}, actor=request.user)
+    except OpsError as exc:
+        messages.error(request, str(exc))
+        return redirect(back)
+    s = "" if len(opened) == 1 else "s"
+    messages.success(request, f"Flow #{flow_id}: {len(opened)} gate{s} opened by signal {name}.")
+    return redirect(back)
