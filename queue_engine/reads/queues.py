@@ -160,6 +160,11 @@ class QueueStats:
         return self.counts.get("blocked", 0)
 
     @property
+    def live_breakdown(self) -> list[tuple[str, int]]:
+        """(state, count) of every live state that has jobs, in the states' order."""
+        return [(s, self.counts[s]) for s in LIVE_STATES if self.counts.get(s)]
+
+    @property
     def dead(self) -> int:
         return self.counts.get("failed", 0)
 
