@@ -107,6 +107,7 @@ class Fleet:
     processes: int = 1
     concurrency: int = CONCURRENCY
     database_url: str | None = None  # default: database_url(), straight to the server
+    extra_env: dict[str, str] | None = None  # on top of the environment below
     proc: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
 
@@ -131,6 +132,7 @@ class Fleet:
             "JOBSITE_JOB_MODULES": "bench.jobs",
             "DJANGO_SETTINGS_MODULE": "jobsite.settings",
             "PYTHONUNBUFFERED": "1",
+            **(self.extra_env or {}),
         }
         with os.fdopen(fd, "wb") as out:
             # A session of its own: stop() can kill the supervisor and its workers as one group.
@@ -209,10 +211,12 @@ def fleet(
     processes: int = 1,
     concurrency: int = CONCURRENCY,
     url: str | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[Fleet]:
     """Workers started and ready (registered, listening); always stopped on the way out.
-    `url`: the DATABASE_URL they connect with (default: straight to the server)."""
-    workers = Fleet(env, queue, processes, concurrency, url)
+    `url`: the DATABASE_URL they connect with (default: straight to the server);
+    `extra_env`: more of their environment."""
+    workers = Fleet(env, queue, processes, concurrency, url, extra_env)
     try:
         started = timer()
         workers.start()

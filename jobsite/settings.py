@@ -13,6 +13,7 @@
 | JOBSITE_JOB_MODULES   | (none)                           | extra modules with @job kinds, comma sep |
 | JOBSITE_TRUSTED_PROXIES | (none)                         | reverse proxies (addresses or networks,  |
 |                       |                                  | comma sep) whose X-Forwarded-For is read |
+| JOBSITE_OPENTELEMETRY | 1                                | QUEUE_ENGINE["OPENTELEMETRY"]            |
 | JOBSITE_LIVE_UPDATES  | auto                             | QUEUE_ENGINE["LIVE_UPDATES"]: auto, websocket |
 |                       |                                  | or poll                                  |
 | JOBSITE_ACCESS_LOG    | 0                                | 1: a line per HTTP request and websocket |
@@ -183,6 +184,7 @@ QUEUE_ENGINE: dict[str, Any] = {
     "TRUSTED_PROXIES": [
         p.strip() for p in os.environ.get("JOBSITE_TRUSTED_PROXIES", "").split(",") if p.strip()
     ],
+    "OPENTELEMETRY": env_bool("JOBSITE_OPENTELEMETRY", True),
     # "auto": daphne serves the console's websockets (jobsite/asgi.py), so pages connect one.
     "LIVE_UPDATES": os.environ.get("JOBSITE_LIVE_UPDATES", "auto"),
 }

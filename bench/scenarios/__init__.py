@@ -13,6 +13,7 @@ SCENARIOS: dict[str, str] = {
     "enqueue_single": "bench.scenarios.enqueue_single",
     "enqueue_bulk": "bench.scenarios.enqueue_bulk",
     "drain": "bench.scenarios.drain",
+    "drain_otel": "bench.scenarios.drain_otel",
     "steps": "bench.scenarios.steps",
     "drain_orm": "bench.scenarios.drain_orm",
     "latency": "bench.scenarios.latency",
