@@ -18,6 +18,7 @@ STEPS_KIND = "bench.steps"
 ORM_KIND = "bench.orm_update"
 DOOMED_KIND = "bench.doomed"
 CHATTY_KIND = "bench.chatty"
+WAIT_KIND = "bench.await_go"  # parks until the signal "go"
 ROWS = 1_000  # drain_orm's table: each job updates one of these rows, at random
 QUEUE = "bench"
 FLAKY_FAILURES = 2  # a flaky job fails this many attempts, then succeeds
@@ -75,6 +76,13 @@ doomed: JobKind = job(
     _doomed, kind=DOOMED_KIND, queue=QUEUE, backoff=Backoff.fixed(0), max_attempts=2
 )
 chatty: JobKind = job(_chatty, kind=CHATTY_KIND, queue=QUEUE)
+
+
+async def _await_go(ctx: JobContext, to: str, subject: str = "Hello") -> None:
+    await ctx.await_for_signal("go")
+
+
+await_go: JobKind = job(_await_go, kind=WAIT_KIND, queue=QUEUE)
 
 
 def row_payloads(n: int, tag: str = "") -> list[dict[str, int]]:

@@ -31,6 +31,7 @@ SCENARIOS: dict[str, str] = {
     "many_workers": "bench.scenarios.many_workers",
     "gc": "bench.scenarios.gc",
     "soak": "bench.scenarios.soak",
+    "parked": "bench.scenarios.parked",
 }
 
 
