@@ -251,14 +251,16 @@ def test_leaves_ahead_are_made_again_when_the_windows_shrink(conninfo: str) -> N
     windows(succeeded=7 * 86400)  # leaves of a day
     run_service(conninfo, keep_partitions)
     now = database_now()
-    ahead = {leaf.name for leaf in leaves() if leaf.lo > now + history.LEAD}
+    # By bounds, not names: a leaf of a minute made again at a 6-hour boundary takes the
+    # name of the leaf of hours it replaces (a leaf is named by its state and its start).
+    ahead = {(leaf.name, leaf.hi) for leaf in leaves() if leaf.lo > now + history.LEAD}
     assert ahead
 
     windows(succeeded=600, failed=600, cancelled=600)  # leaves of a minute
     run_service(conninfo, keep_partitions)
 
     after = [leaf for leaf in leaves() if leaf.lo > now + history.LEAD]
-    assert not ahead & {leaf.name for leaf in after}
+    assert not ahead & {(leaf.name, leaf.hi) for leaf in after}
     assert all(leaf.hi - leaf.lo <= timedelta(minutes=1) for leaf in after)
 
 
