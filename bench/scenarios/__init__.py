@@ -32,6 +32,7 @@ SCENARIOS: dict[str, str] = {
     "gc": "bench.scenarios.gc",
     "soak": "bench.scenarios.soak",
     "parked": "bench.scenarios.parked",
+    "signal_resume": "bench.scenarios.signal_resume",
 }
 
 

@@ -5,7 +5,7 @@ workers serve.
   parked beside them, against the same drain without them, in turn in one run (target
   >= 0.9). Then, with the fleet idle and the 100,000 still parked, the rows Postgres read
   from the live table in 10 s (pg_stat_user_tables): what waiting costs per poll.
-- `signal_resume`: one idle worker; 200 jobs park on the signal "go", then each gets its
+- `signal_resume` (a scenario of its own, bench/scenarios/signal_resume.py): one idle worker; 200 jobs park on the signal "go", then each gets its
   signal, one transaction each at 20 a second: from the signal's transaction (the database
   clock, just before its commit) to the resumed attempt's start. Beside it, in the same
   run, the pickup of 200 jobs enqueued the same way (`latency`'s measure): the target is
@@ -70,7 +70,7 @@ def reads(conn: Any) -> int:
 
 
 def run(env: BenchEnv) -> list[dict[str, Any]]:
-    return [*drain_beside_parked(env), signal_resume(env)]
+    return drain_beside_parked(env)
 
 
 def drain_beside_parked(env: BenchEnv) -> list[dict[str, Any]]:
@@ -132,7 +132,7 @@ def signal_resume(env: BenchEnv) -> dict[str, Any]:
         wait_until(conn, "SELECT count(*) FROM queue_engine_jobrecord", lambda c: c >= LATENCY_N,
                    what="the pickups", check=workers.check_alive)  # fmt: skip
         pickups = [
-            row[0]
+            float(row[0])
             for row in conn.execute(
                 "SELECT EXTRACT(epoch FROM started_at - created_at) * 1000 "
                 "FROM queue_engine_jobrecord"
