@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 import random
 import signal
+import threading
 import time
 from typing import Any
 
+import psycopg
 import pytest
 from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queue_engine import ops
+from queue_engine import ops, sql
 from queue_engine.definitions import Backoff
 from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.exceptions import FlowError
@@ -232,12 +234,6 @@ def test_requeue_drops_what_was_left_to_count_and_recounts_it(
     assert execution_order().count(done["c3"].id) == 1
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known race, open in issue 41's note: once in a CI rehearsal (embedded Postgres) the "
-    "requeued join ran before its requeued parent and saw only 'good'; the countdown row "
-    "kept for an upstream_failed join may be counted again by the requeue's recount",
-)
 def test_requeue_recounts_a_join_some_parents_had_counted_down(
     workers: Workers, executions: None
 ) -> None:
@@ -267,6 +263,61 @@ def test_requeue_recounts_a_join_some_parents_had_counted_down(
     assert [runs.count(done[k].id) for k in ("good", "bad", "join")] == [1, 2, 1]
     assert sorted(saw(done["join"])) == ["bad", "good"]
     assert not FlowCountdown.objects.exists()
+
+
+def test_a_release_that_read_its_counts_before_a_requeue_does_not_release_the_join(
+    transactional_db: None, conninfo: str
+) -> None:
+    """A release (the settle's, or the leader's net) that read a join's countdown rows
+    before a requeue committed, and waited for the join's lock meanwhile, must not count
+    those rows against the recount: the join would run before its requeued parent."""
+    flow = Flow("release racing requeue")
+    flow.add("good", jobs.node, label="good")
+    flow.add("bad", jobs.node, label="bad")
+    flow.add("join", jobs.node, label="join", depends_on=["good", "bad"])
+    flow_id = flow.submit()
+    join = Job.objects.get(flow_id=flow_id, node_key="join")
+    # "good" succeeded and counted the join by a row; "bad" died; the join can no
+    # longer run: the state a settle and the rescue leave.
+    settle_by_hand(flow_id, "good", '{"saw": []}')
+    FlowCountdown.objects.create(flow_id=flow_id, child_id=join.id, n=1)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH gone AS (DELETE FROM queue_engine_job WHERE flow_id = %s AND node_key = "
+            "'bad' RETURNING *) INSERT INTO queue_engine_jobrecord (id, queue, kind, "
+            "payload, attempt, max_attempts, errors, labels, flow_id, node_key, meta, "
+            "progress_message, rescues, run_at, created_at, state, finished_at) SELECT id, "
+            "queue, kind, payload, 1, max_attempts, errors, labels, flow_id, node_key, meta, "
+            "'', 0, run_at, created_at, 'failed', now() FROM gone",
+            [flow_id],
+        )
+    Job.objects.filter(pk=join.id).update(state="upstream_failed")
+    FlowRun.objects.filter(pk=flow_id).update(state="failed")
+
+    def waits_for_a_lock(pid: int) -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
+            return cursor.fetchone() == ("Lock",)
+
+    outcome: list[Any] = []
+    with psycopg.connect(conninfo, autocommit=True) as other:
+        release = threading.Thread(
+            target=lambda: outcome.append(
+                other.execute(sql.RELEASE_COUNTED, [[flow_id]]).fetchone()
+            )
+        )
+        with transaction.atomic():
+            assert ops_flows.requeue_flow(flow_id, actor="ops") == 1
+            # The release starts now: its snapshot holds the row for "good", and it
+            # waits for the join's row, which the requeue holds until it commits.
+            release.start()
+            wait_for(lambda: waits_for_a_lock(other.info.backend_pid))
+        release.join(timeout=30)
+        assert not release.is_alive()
+
+    assert outcome == [(0, 0)]
+    join.refresh_from_db()
+    assert (join.state, join.pending_deps) == ("blocked", 1)
 
 
 def test_the_leader_releases_a_join_whose_release_was_lost(workers: Workers) -> None:
