@@ -34,6 +34,7 @@ urlpatterns = [
     path("jobs/<int:job_id>/", job.job_detail, name="job"),
     path("jobs/<int:job_id>/signal/", signals.job_signal, name="job_signal"),
     path("jobs/<int:job_id>/wake/", signals.job_wake, name="job_wake"),
+    path("jobs/<int:job_id>/reschedule/", signals.job_reschedule, name="job_reschedule"),
     path("flows/", flows.flows, name="flows"),
     path("flows/<int:flow_id>/", flows.flow_detail, name="flow"),
     path("flows/<int:flow_id>/action/", flows.flow_action, name="flow_action"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
@@ -158,6 +159,34 @@ def wake_jobs(ids: list[int], *, actor: Any = None) -> int:
         if rows:
             notify_changes([q for _, q in rows], [r[0] for r in rows])
             audit(actor, "wake", "job", _target(rows), len(rows))
+    return len(rows)
+
+
+def reschedule_jobs(ids: list[int], when: datetime, *, actor: Any = None) -> int:
+    """Give these parked or scheduled jobs another time: a durable sleep, or a wait for a
+    signal with a deadline, now ends at `when` (earlier or later than before), and a
+    scheduled job runs then. A time already past ends the wait now, as wake_jobs does,
+    but as if its deadline had come. Jobs in other states are left; returns how many
+    moved."""
+    if not isinstance(when, datetime) or when.tzinfo is None:
+        raise OpsError(
+            f"Cannot reschedule to {when!r}: give an aware datetime (with a time zone), "
+            "such as django.utils.timezone.now() + timedelta(hours=1)."
+        )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql.OPS_RESCHEDULE, {"ids": ids, "when": when})
+        rows = cursor.fetchall()
+        if rows:
+            due = [(job_id, queue) for job_id, queue, state in rows if state == "available"]
+            notify_changes([q for _, q in due], [r[0] for r in rows])
+            audit(
+                actor,
+                "reschedule",
+                "job",
+                _target(rows),
+                len(rows),
+                when=when.isoformat(),
+            )
     return len(rows)
 
 

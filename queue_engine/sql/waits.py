@@ -125,3 +125,25 @@ UPDATE queue_engine_job j
  WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state = 'parked'
 RETURNING j.id, j.queue
 """
+
+
+# Jobs waiting for a time get another (ops.reschedule_jobs): a parked job's deadline
+# moves (meta.parked.until, which its wait reads again when it resumes) and a scheduled
+# job's run_at. A time that has come makes them available now, a parked one marked due:
+# its sleep returns, its wait for a signal times out. Jobs in other states are left. The
+# time is compared with the statement's, not the transaction's: called inside a long
+# transaction of the application, a time just past must still count as come.
+OPS_RESCHEDULE = """
+WITH moved AS (
+    UPDATE queue_engine_job j
+       SET run_at = %(when)s::timestamptz,
+           state = CASE WHEN %(when)s::timestamptz <= statement_timestamp() THEN 'available' ELSE j.state END,
+           meta = CASE WHEN j.state = 'parked' THEN jsonb_set(
+                           jsonb_set(j.meta, '{parked,until}', to_jsonb(%(when)s::timestamptz)),
+                           '{parked,due}', to_jsonb(%(when)s::timestamptz <= statement_timestamp()))
+                       ELSE j.meta END
+     WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state IN ('parked', 'scheduled')
+    RETURNING j.id, j.queue, j.state
+)
+SELECT id, queue, state FROM moved ORDER BY id
+"""

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from queue_engine.flows import Flow
-from queue_engine.models import JobSignal
+from queue_engine.models import Job, JobSignal
 from queue_engine.templatetags.queue_engine import node_segments
 from tests.browser.conftest import Server
 from tests.support import jobs
@@ -74,4 +75,28 @@ def test_an_operator_approves_a_parked_job_and_opens_a_flows_gate(
     page.get_by_role("button", name="Open gate", exact=True).click()
     assert "1 gate opened by signal approval" in page.inner_text("body")
     assert JobSignal.objects.filter(name="approval").count() == 1
+    assert page.errors == []
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_an_operator_moves_a_sleeps_wake_time_after_reading_what_it_does(
+    new_page: Any, server: Server, scheme: str
+) -> None:
+    sleeping = parked_job(None, timedelta(days=7))
+    page = new_page("operator", color_scheme=scheme)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    sooner = timezone.localtime() + timedelta(days=2, hours=1)
+
+    page.goto(f"{server.url}/jobs/{sleeping.id}/")
+    page.get_by_text("Change the wake time").click()
+    page.fill("#wake-at", f"{sooner:%Y-%m-%dT%H:%M}")
+    page.screenshot(path=str(SHOTS / f"wake-time-form-{scheme}.png"), full_page=True)
+    page.get_by_role("button", name="Change wake time…").click()
+    assert "Its durable sleep now ends at" in page.inner_text("#confirm-signal")
+    page.screenshot(path=str(SHOTS / f"wake-time-confirm-{scheme}.png"), full_page=True)
+    page.get_by_role("button", name="Change wake time", exact=True).click()
+
+    assert "now wakes at" in page.inner_text("body")
+    assert "until in 2 d" in page.inner_text("#job-parked")
+    assert Job.objects.get(pk=sleeping.id).run_at == sooner.replace(second=0, microsecond=0)
     assert page.errors == []

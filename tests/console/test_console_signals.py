@@ -1,13 +1,14 @@
-"""Signals from the console: a parked job's Approve, signal form and Wake now, its
-mailbox, and a flow's Open gate; operator only, confirmed first, audited."""
+"""Signals from the console: a parked job's Approve, signal form, Wake now and
+wake time, its mailbox, and a flow's Open gate; operator only, confirmed first, audited."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from queue_engine import send_signal
 from queue_engine.flows import Flow
@@ -84,6 +85,44 @@ def test_wake_now_asks_first_then_wakes_the_sleeping_job(operator: Any) -> None:
     operator.post(url, {"confirm": "yes"})
     assert Job.objects.get(pk=job.pk).state == "available"
     assert AuditEvent.objects.get(action="wake").target == str(job.pk)
+
+
+def test_change_wake_time_shows_the_deadline_asks_first_and_moves_it(operator: Any) -> None:
+    job = parked_job(None, timedelta(days=7))
+    until = datetime.fromisoformat(Job.objects.get(pk=job.pk).meta["parked"]["until"])
+    page = operator.get(reverse("queue_engine:job", args=[job.pk])).content.decode()
+    assert f'value="{timezone.localtime(until):%Y-%m-%dT%H:%M:%S}"' in page
+    url = reverse("queue_engine:job_reschedule", args=[job.pk])
+    sooner = timezone.localtime() + timedelta(days=1)
+    typed = f"{sooner:%Y-%m-%dT%H:%M}"
+
+    asked = operator.post(url, {"when": typed}).content.decode()
+
+    assert "Its durable sleep now ends at" in asked and "Change wake time</button>" in asked
+    assert Job.objects.get(pk=job.pk).run_at == until  # nothing changed yet
+    operator.post(url, {"when": typed, "confirm": "yes"})
+    moved = Job.objects.get(pk=job.pk)
+    assert moved.state == "parked"
+    assert moved.run_at == sooner.replace(second=0, microsecond=0)
+    assert AuditEvent.objects.get(action="reschedule").target == str(job.pk)
+
+
+def test_a_wake_time_already_past_ends_the_wait_and_a_bad_one_changes_nothing(
+    operator: Any,
+) -> None:
+    job = parked_job("review", timedelta(days=7))
+    url = reverse("queue_engine:job_reschedule", args=[job.pk])
+
+    refused = operator.post(url, {"when": "next tuesday"}, follow=True).content.decode()
+    assert "is not a date and time" in refused and "Nothing was changed." in refused
+    past = f"{timezone.localtime() - timedelta(minutes=1):%Y-%m-%dT%H:%M:%S}"
+    asked = operator.post(url, {"when": past}).content.decode()
+    assert "ends now with no signal" in asked and "End the wait now</button>" in asked
+    assert not AuditEvent.objects.exists()
+
+    operator.post(url, {"when": past, "confirm": "yes"})
+    job = Job.objects.get(pk=job.pk)
+    assert job.state == "available" and job.meta["parked"]["due"] is True
 
 
 def test_the_job_page_lists_the_signals_in_its_mailbox(viewer: Any) -> None:

@@ -3,12 +3,16 @@ worker: jobs parked by hand as a settle parks them."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import psycopg
 import pytest
 from django.db import transaction
+from django.utils import timezone
 
 from queue_engine import SignalError, ops, send_signal
 from queue_engine.connections import conninfo
+from queue_engine.exceptions import OpsError
 from queue_engine.models import AuditEvent, Job, JobSignal
 from tests.support import wait_jobs
 
@@ -88,3 +92,41 @@ def test_a_signal_in_an_open_transaction_does_not_hold_up_its_running_job() -> N
                 "UPDATE queue_engine_job SET heartbeat_at = now() WHERE id = %s", [job.pk]
             )
             assert beat.rowcount == 1
+
+
+@pytest.mark.django_db
+def test_reschedule_moves_a_wait_and_a_scheduled_job_and_ends_a_wait_whose_time_has_come() -> None:
+    sleeping = parked_by_hand(None)
+    later = timezone.now() + timedelta(hours=2)
+    scheduled = wait_jobs.two_signals.using(run_at=later).enqueue()
+    queued = wait_jobs.two_signals.enqueue()
+    sooner = timezone.now() + timedelta(minutes=5)
+
+    moved = ops.reschedule_jobs([sleeping.pk, scheduled.pk, queued.pk], sooner, actor="ops")
+
+    assert moved == 2
+    job = Job.objects.get(pk=sleeping.pk)
+    assert (job.state, job.run_at) == ("parked", sooner)
+    assert datetime.fromisoformat(job.meta["parked"]["until"]) == sooner
+    assert job.meta["parked"]["due"] is False
+    assert Job.objects.get(pk=scheduled.pk).run_at == sooner
+    assert Job.objects.get(pk=queued.pk).state == "available"  # left as it was
+    event = AuditEvent.objects.get(action="reschedule")
+    assert (event.actor, event.count, event.details["when"]) == ("ops", 2, sooner.isoformat())
+
+    # A time that has come ends the wait now, as its deadline would.
+    assert ops.reschedule_jobs([sleeping.pk, scheduled.pk], timezone.now(), actor="ops") == 2
+    job = Job.objects.get(pk=sleeping.pk)
+    assert job.state == "available" and job.meta["parked"]["due"] is True
+    assert Job.objects.get(pk=scheduled.pk).state == "available"
+
+
+@pytest.mark.django_db
+def test_reschedule_refuses_a_time_without_a_zone_and_writes_nothing() -> None:
+    sleeping = parked_by_hand(None)
+
+    with pytest.raises(OpsError, match="give an aware datetime"):
+        ops.reschedule_jobs([sleeping.pk], datetime(2030, 1, 1), actor="ops")
+
+    assert Job.objects.get(pk=sleeping.pk).state == "parked"
+    assert not AuditEvent.objects.filter(action="reschedule").exists()

@@ -11,13 +11,15 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import transaction
+from django.utils import timezone
 
 from queue_engine import send_signal
 from queue_engine.models import Job, JobSignal, QueueConfig
-from queue_engine.ops import wake_jobs
+from queue_engine.ops import reschedule_jobs, wake_jobs
 from tests.support import wait_jobs
 from tests.support.step_runs import ended, runs
 from tests.support.workers import ROOT, Workers, wait_for
@@ -192,3 +194,26 @@ def test_a_durable_sleep_survives_a_worker_restart_and_an_operator_can_end_it(
     assert wake_jobs([long_sleeper], actor="ops@example.com") == 1
     assert ended(long_sleeper).state == "succeeded"
     assert runs(long_sleeper) == [("before", 1), ("after", 1)]
+
+
+def test_a_new_time_ends_a_durable_sleep_or_a_signals_wait_early(
+    step_runs: None, workers: Workers
+) -> None:
+    sleeper = wait_jobs.durable_sleep.enqueue(seconds=3600).pk
+    waiter = wait_jobs.signal_or_default.enqueue(timeout=3600).pk
+    workers.start("--queues", "waits")
+    parked(sleeper)
+    parked(waiter)
+    # Later first: the wait stays parked, with its new deadline.
+    later = timezone.now() + timedelta(hours=3)
+    assert reschedule_jobs([sleeper], later, actor="ops@example.com") == 1
+    job = Job.objects.get(pk=sleeper)
+    assert (job.state, datetime.fromisoformat(job.meta["parked"]["until"])) == ("parked", later)
+
+    assert reschedule_jobs([sleeper, waiter], timezone.now(), actor="ops@example.com") == 2
+
+    record = ended(sleeper)
+    assert record.state == "succeeded", record.errors
+    assert record.attempt == 1
+    assert runs(sleeper) == [("before", 1), ("after", 1)]
+    assert ended(waiter).result == {"none": True}  # its wait timed out: the default

@@ -79,6 +79,7 @@ def state_context(job: Job | JobRecord) -> dict[str, Any]:
         "ended": isinstance(job, JobRecord),
         "timings": timings(job),
         "mailbox": [] if isinstance(job, JobRecord) else signals.mailbox(job.pk),
+        **signals.wake_form(job),
         "run": len(run_starts(job)) + 1,
         # A running job asked to stop already has nothing left to offer: it is ending.
         "job_actions": []

@@ -1,21 +1,24 @@
 """Signals from the console: send one to a parked job ("Approve", or a name and a JSON
-payload), wake a sleeping job now, open a flow's gate; each behind a confirmation."""
+payload), wake a sleeping job now or at another time, open a flow's gate; each behind a
+confirmation."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 
 from queue_engine import ops, reads
 from queue_engine.console.access import operator_required
 from queue_engine.exceptions import OpsError
 from queue_engine.gates import live_gates
-from queue_engine.models import Job, JobSignal
+from queue_engine.models import Job, JobRecord, JobSignal
 
 MAILBOX_SHOWN = 50
 
@@ -77,12 +80,19 @@ def job_signal(request: HttpRequest, job_id: int) -> HttpResponse:
     return redirect(back)
 
 
+def parked(request: HttpRequest, job_id: int, otherwise: str) -> Job | None:
+    """The parked job, or None with a message saying it is not parked and so `otherwise`."""
+    job = Job.objects.filter(pk=job_id, state="parked").first()
+    if job is None:
+        messages.error(request, f"Job {job_id} is not parked: {otherwise}.")
+    return job
+
+
 @operator_required
 def job_wake(request: HttpRequest, job_id: int) -> HttpResponse:
     back = reverse("queue_engine:job", args=[job_id])
-    job = Job.objects.filter(pk=job_id, state="parked").first()
+    job = parked(request, job_id, "there is nothing to wake")
     if job is None:
-        messages.error(request, f"Job {job_id} is not parked: there is nothing to wake.")
         return redirect(back)
     if request.POST.get("confirm") != "yes":
         return confirm(request, kind="wake", page="jobs", job=job, back=back)
@@ -90,6 +100,67 @@ def job_wake(request: HttpRequest, job_id: int) -> HttpResponse:
         messages.error(request, f"Job {job_id} is no longer parked: nothing was woken.")
     else:
         messages.success(request, f"Job #{job_id} woken: it runs again now.")
+    return redirect(back)
+
+
+# What a datetime-local input sends and shows (seconds optional).
+LOCAL_INPUT = "%Y-%m-%dT%H:%M:%S"
+
+
+def wake_form(job: Job | JobRecord) -> dict[str, Any]:
+    """The "Change the wake time" form of a parked job: the console's time zone, and the
+    wait's deadline in it as the input's value (empty when it waits with none)."""
+    until = (job.meta or {}).get("parked", {}).get("until") if job.state == "parked" else None
+    value = ""
+    if until:
+        value = timezone.localtime(datetime.fromisoformat(until)).strftime(LOCAL_INPUT)
+    return {"time_zone": timezone.get_current_timezone_name(), "wake_at_value": value}
+
+
+def read_wake_time(text: str) -> tuple[datetime | None, str | None]:
+    """The time typed in the form, in the console's time zone, or why it cannot be read."""
+    for pattern in (LOCAL_INPUT, "%Y-%m-%dT%H:%M"):
+        try:
+            naive = datetime.strptime(text.strip(), pattern)
+        except ValueError:
+            continue
+        return timezone.make_aware(naive), None
+    zone = timezone.get_current_timezone_name()
+    return None, (
+        f"{text.strip()[:40]!r} is not a date and time: give one as 2026-12-24T09:00 "
+        f"(in {zone}), or pick it in the field."
+    )
+
+
+@operator_required
+def job_reschedule(request: HttpRequest, job_id: int) -> HttpResponse:
+    back = reverse("queue_engine:job", args=[job_id])
+    job = parked(request, job_id, "there is no wait to move")
+    if job is None:
+        return redirect(back)
+    text = request.POST.get("when", "")
+    when, problem = read_wake_time(text)
+    if when is None:
+        messages.error(request, f"{problem} Nothing was changed.")
+        return redirect(back)
+    if request.POST.get("confirm") != "yes":
+        return confirm(
+            request,
+            kind="reschedule",
+            page="jobs",
+            job=job,
+            back=back,
+            when=when,
+            when_text=text,
+            ends_now=when <= timezone.now(),
+        )
+    if ops.reschedule_jobs([job_id], when, actor=request.user) == 0:
+        messages.error(request, f"Job {job_id} is no longer parked: nothing was changed.")
+    elif when <= timezone.now():
+        messages.success(request, f"Job #{job_id}: its wait has ended; it runs again now.")
+    else:
+        stamp = timezone.localtime(when).strftime("%Y-%m-%d %H:%M:%S %Z")
+        messages.success(request, f"Job #{job_id} now wakes at {stamp}.")
     return redirect(back)
 
 
