@@ -52,7 +52,7 @@ from queue_engine.console.views.job import (
 )
 from queue_engine.console.views.overview import overview_context
 from queue_engine.console.views.params import int_param
-from queue_engine.console.views.queues import queue_context
+from queue_engine.console.views.queues import keys_context, queue_context
 
 FULL = "full"
 
@@ -254,9 +254,10 @@ class QueueConsumer(LiveConsumer):
             context = queue_context(self.queue_name)
         except Http404:  # the queue is gone: nothing to update
             return ""
+        context.update(keys_context(self.queue_name))
         return "".join(
             self.fragment(f"queue_engine/queue.html#{p}", context)
-            for p in ("queue-counts", "queue-badge")
+            for p in ("queue-counts", "queue-badge", "queue-keys")
         )
 
 

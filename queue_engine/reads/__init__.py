@@ -12,6 +12,7 @@ the few rows it has not seen yet, and lists page by id under CONSOLE_STATEMENT_T
     failures   recent failures, dead-letter groups   activity  workers, the audit log
     timeline   a flow's nodes over time, its critical path
     kinds      every job kind: its jobs by state, its last hour, paused or not
+    keys       a queue's group keys: waiting, running, share of starts, cap
     job_counts the jobs list's counts by state under its other filters
     schedules  the last fires of schedules, the jobs they enqueued
     timeout    the statement timeout they run under
@@ -88,6 +89,13 @@ from queue_engine.reads.jobs import (
     stopping_jobs,
     succeeded_flow_nodes,
 )
+from queue_engine.reads.keys import (
+    KEYS_SHOWN,
+    SHARE_WINDOW,
+    KeyStats,
+    QueueKeys,
+    queue_keys,
+)
 from queue_engine.reads.kinds import (
     KIND_SCAN,
     KindPage,
@@ -141,6 +149,7 @@ __all__ = [
     "DEAD_SCAN",
     "DIGITS",
     "FIRES_SHOWN",
+    "KEYS_SHOWN",
     "KIND_SCAN",
     "LIVE_SCAN",
     "LOG_TAIL",
@@ -153,6 +162,7 @@ __all__ = [
     "ROW_FIELDS",
     "SAMPLE_PER_SCAN",
     "SCAN_IDS",
+    "SHARE_WINDOW",
     "SORT_WINDOW",
     "STEPS",
     "STEPS_SHOWN",
@@ -173,11 +183,13 @@ __all__ = [
     "JobFilter",
     "JobPage",
     "JobRow",
+    "KeyStats",
     "KindFailures",
     "KindPage",
     "KindRow",
     "NarrowFilter",
     "QueueCounts",
+    "QueueKeys",
     "QueueStats",
     "Series",
     "SeriesPoint",
@@ -217,6 +229,7 @@ __all__ = [
     "log_tail",
     "metric_series",
     "queue_counts",
+    "queue_keys",
     "queue_series",
     "queue_stats",
     "recent_failures",

@@ -8,6 +8,7 @@
     queues     queue configuration          maintenance  retention and the metrics rollup
     workers    worker registrations         notify     NOTIFY channels
     reads      what the console reads       console    the websockets' session check
+    keys       a queue's group keys, for its page
     job_sorts  the jobs list in another order  fragments  pieces shared by several statements
     metrics    what GET /metrics reads beside the queue counts
     timeline   a flow's failed attempts, for its timeline
@@ -30,6 +31,7 @@ from queue_engine.sql.flows import *  # noqa: F403
 from queue_engine.sql.fragments import *  # noqa: F403
 from queue_engine.sql.history import *  # noqa: F403
 from queue_engine.sql.job_sorts import *  # noqa: F403
+from queue_engine.sql.keys import *  # noqa: F403
 from queue_engine.sql.kinds import *  # noqa: F403
 from queue_engine.sql.leader import *  # noqa: F403
 from queue_engine.sql.maintenance import *  # noqa: F403

@@ -129,6 +129,11 @@ def queue_context(name: str) -> dict[str, Any]:
     }
 
 
+def keys_context(name: str) -> dict[str, Any]:
+    """The queue page's keys panel: its busiest group keys, their shares and caps."""
+    return {"keys": reads.queue_keys(name)}
+
+
 @viewer_required
 def queue(request: HttpRequest, name: str) -> HttpResponse:
     context = queue_context(name)
@@ -143,6 +148,7 @@ def queue(request: HttpRequest, name: str) -> HttpResponse:
         {
             "page": "queues",
             **context,
+            **keys_context(name),
             "window": window,
             "windows": list(charts.WINDOWS),
             "throughput_chart": throughput_chart,

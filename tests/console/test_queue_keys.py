@@ -1,0 +1,83 @@
+"""The queue page's group keys: what each key waits and runs, its cap, and its share of the
+queue's recent starts, busiest first."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from queue_engine import reads
+from queue_engine.models import GroupLimit, Job, JobRecord, QueueConfig
+
+pytestmark = pytest.mark.django_db
+
+RECORD_IDS = itertools.count(9_000_000)  # history rows are moved jobs: their ids are given
+
+
+def job(key: str, state: str, **fields: Any) -> None:
+    Job.objects.create(kind="tests.noop", queue="tenants", group_key=key, state=state, **fields)
+
+
+def ended(key: str, started_ago: timedelta) -> None:
+    now = timezone.now()
+    JobRecord.objects.create(
+        id=next(RECORD_IDS),
+        kind="tests.noop",
+        queue="tenants",
+        group_key=key,
+        state="succeeded",
+        run_at=now - started_ago,
+        started_at=now - started_ago,
+        finished_at=now,
+    )
+
+
+def test_the_queue_page_lists_each_keys_waiting_running_cap_and_share(viewer: Any) -> None:
+    QueueConfig.objects.update_or_create(name="tenants", defaults={"group_concurrency": 5})
+    GroupLimit.objects.create(queue="tenants", group_key="globex", max_concurrency=2)
+    now = timezone.now()
+    for _ in range(3):
+        job("acme", "available")
+    job("acme", "scheduled", run_at=now + timedelta(hours=1))
+    job("globex", "running", started_at=now - timedelta(seconds=5))
+    job("initech", "running", started_at=now - timedelta(minutes=10))  # not in the window
+    ended("acme", timedelta(seconds=10))
+    ended("globex", timedelta(seconds=20))
+    ended("globex", timedelta(minutes=5))  # started before the window
+
+    keys = reads.queue_keys("tenants")
+
+    assert [(k.key, k.waiting, k.running, k.started, k.cap) for k in keys.keys] == [
+        ("acme", 4, 0, 1, 5),
+        ("globex", 0, 1, 2, 2),
+        ("initech", 0, 1, 0, 5),
+    ]
+    assert [round(k.share, 3) for k in keys.keys] == [0.333, 0.667, 0.0]
+    page = viewer.get(reverse("queue_engine:queue", args=["tenants"])).content.decode()
+    panel = page[page.index('id="queue-keys"') :]
+    rows = re.findall(r'<th scope="row" class="mono">([^<]+)</th>', panel)
+    assert rows == ["acme", "globex", "initech"]
+    assert "67% of the queue&#x27;s starts" in panel or "67% of the queue's starts" in panel
+
+
+def test_a_queue_without_keys_says_so_and_a_long_list_says_it_shows_the_first(
+    viewer: Any,
+) -> None:
+    job_less = viewer.get(reverse("queue_engine:queue", args=["tenants"]))
+    assert job_less.status_code == 404  # no such queue yet
+    Job.objects.create(kind="tests.noop", queue="tenants")
+    page = viewer.get(reverse("queue_engine:queue", args=["tenants"])).content.decode()
+    assert "No job of this queue has a group key waiting or running." in page
+
+    for i in range(reads.KEYS_SHOWN + 3):
+        job(f"tenant-{i:03}", "available")
+    keys = reads.queue_keys("tenants")
+    assert (len(keys.keys), keys.total) == (reads.KEYS_SHOWN, reads.KEYS_SHOWN + 3)
+    page = viewer.get(reverse("queue_engine:queue", args=["tenants"])).content.decode()
+    assert f"busiest first, the first {reads.KEYS_SHOWN}." in page
