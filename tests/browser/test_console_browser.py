@@ -10,8 +10,8 @@ import pytest
 
 from queue_engine.models import Job, JobLog, JobRecord
 from tests.browser import jobs as browser_jobs
-from tests.browser.conftest import JOB_MODULES, Server, screenshot, wait_until
 from tests.support import console_data
+from tests.support.browser import JOB_MODULES, Server, screenshot, wait_until
 from tests.support.workers import Workers, wait_for
 
 PAGES = {

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from queue_engine import ops
-from tests.browser.conftest import Server
 from tests.support import console_data, jobs
+from tests.support.browser import Server
 from tests.support.workers import Workers
 
 SHOTS = Path("/work/wt/shots")

@@ -9,8 +9,8 @@ import pytest
 
 from queue_engine.models import FlowRun, JobRecord
 from tests.browser import jobs as browser_jobs
-from tests.browser.conftest import JOB_MODULES, Server, screenshot, wait_until
 from tests.support import kind_jobs
+from tests.support.browser import JOB_MODULES, Server, screenshot, wait_until
 from tests.support.step_runs import step_runs  # noqa: F401  the fixture
 from tests.support.workers import Workers
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import Server, screenshot, wait_until
+from tests.support.browser import Server, screenshot, wait_until
 from tests.support.workers import Workers
 
 SHOTS = Path("/work/wt/shots")

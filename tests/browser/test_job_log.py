@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from queue_engine.models import JobLog
-from tests.browser.conftest import Server, screenshot
 from tests.support import console_data
+from tests.support.browser import Server, screenshot
 
 
 def job_with_log(n: int, *, every: int = 0, word: str = "timeout") -> tuple[int, list[int]]:

@@ -8,8 +8,8 @@ from typing import Any
 
 from queue_engine.models import Job, JobRecord
 from queue_engine.templatetags.queue_engine import duration
-from tests.browser.conftest import Server, screenshot
 from tests.support import console_data
+from tests.support.browser import Server, screenshot
 
 SOON = 8000
 

@@ -6,8 +6,8 @@ import time
 from typing import Any
 
 from queue_engine.models import Job
-from tests.browser.conftest import JOB_MODULES, Server, screenshot, wait_until
 from tests.support import console_data
+from tests.support.browser import JOB_MODULES, Server, screenshot, wait_until
 
 # A change the engine does not announce shows at the page's next timer tick (2 s; 5 s for
 # schedules): a few seconds is what a user would wait.

@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from queue_engine.models import JobRecord, QueueConfig
-from tests.browser.conftest import Server, screenshot, wait_until
+from tests.support.browser import Server, screenshot, wait_until
 from tests.support.console_data import error, next_ids
 
 SHOTS = Path("/work/wt/shots")

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import Server, screenshot
 from tests.support import console_data
+from tests.support.browser import Server, screenshot
 
 ENGINE_KIND = "queue_engine.console.matching.run_bulk"
 

@@ -12,8 +12,8 @@ from django.utils import timezone
 from queue_engine.flows import Flow
 from queue_engine.models import Job, JobSignal
 from queue_engine.templatetags.queue_engine import node_segments
-from tests.browser.conftest import Server
 from tests.support import jobs
+from tests.support.browser import Server
 from tests.support.parked import parked_job
 
 SHOTS = Path("/work/wt/shots")

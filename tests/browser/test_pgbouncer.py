@@ -24,7 +24,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from queue_engine.models import JobRecord
-from tests.browser.conftest import PASSWORD, Server, free_port, screenshot
+from tests.support.browser import PASSWORD, Server, free_port, screenshot
 from tests.support.workers import ROOT, Workers, database_url_for_tests, wait_for
 
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"

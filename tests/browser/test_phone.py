@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from queue_engine.models import Job
-from tests.browser.conftest import Server, screenshot
 from tests.support import console_data
+from tests.support.browser import Server, screenshot
 
 PHONE = {"width": 390, "height": 844}
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from queue_engine.models import Job
-from tests.browser.conftest import PASSWORD, Server, screenshot
+from tests.support.browser import PASSWORD, Server, screenshot
 
 SOON = 12000  # the poll runs every 5 s
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.browser.conftest import Server, screenshot
 from tests.support import console_data
+from tests.support.browser import Server, screenshot
 
 
 def test_no_page_reports_a_policy_violation(new_page: Any, server: Server) -> None:
@@ -99,7 +99,7 @@ def test_a_signed_in_user_without_a_role_gets_the_console_s_403_page(
 ) -> None:
     from django.contrib.auth.models import User
 
-    from tests.browser.conftest import PASSWORD
+    from tests.support.browser import PASSWORD
 
     User.objects.create_user("no-role", password=PASSWORD)
     context = chromium.new_context(color_scheme="dark", viewport={"width": 1360, "height": 900})
@@ -124,7 +124,7 @@ def test_a_locked_sign_in_names_the_command_that_lifts_it_in_light_and_dark(
 ) -> None:
     from django.contrib.auth.models import Group, User
 
-    from tests.browser.conftest import PASSWORD
+    from tests.support.browser import PASSWORD
 
     colleague = User.objects.create_user("colleague", password=PASSWORD)
     colleague.groups.add(Group.objects.get(name="viewer"))

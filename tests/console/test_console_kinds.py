@@ -10,8 +10,8 @@ from django.test import Client
 
 from queue_engine import ops
 from queue_engine.models import AuditEvent, JobRecord, KindControl
-from tests.console.test_metrics import metrics_on, samples, scrape  # noqa: F401
 from tests.support import kind_jobs
+from tests.support.metrics import samples, scrape
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,7 +33,7 @@ def test_the_kinds_page_lists_kinds_with_their_waiting_and_dead_jobs(viewer: Cli
 
 def test_pausing_a_kind_confirms_first_then_pauses_audits_and_shows_everywhere(
     operator: Client,
-    metrics_on: None,  # noqa: F811
+    metrics_on: None,
 ) -> None:
     kind_jobs.paused_kind.enqueue_many([{"n": i} for i in range(3)])
 

@@ -4,120 +4,33 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session
 from django.db import connection
-from django.test import Client, override_settings
+from django.test import override_settings
 
-from queue_engine import ops, sql
+from queue_engine import ops
 from queue_engine.console import socket_access
-from queue_engine.console.bridge import bridge, messages_for
+from queue_engine.console.bridge import messages_for
 from queue_engine.console.consumers import LiveConsumer
-from queue_engine.console.roles import ensure_roles
 from queue_engine.models import Job, JobLog
+from tests.support.sockets import (
+    SignIn,
+    application,
+    closed_with,
+    cookie_for,
+    notify,
+    receive_until,
+    socket,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-ORIGIN = (b"origin", b"http://testserver")
-SignIn = Callable[[str | None], tuple[User, str]]
-
-
-def asgi_application() -> Any:
-    """jobsite.asgi's application, without the JOBSITE_DB_POOL=1 it sets for daphne.
-
-    Settings are loaded already, so the variable would change nothing here, but
-    subprocesses started by later tests would inherit it.
-    """
-    before = os.environ.get("JOBSITE_DB_POOL")
-    from jobsite.asgi import application
-
-    if before is None:
-        os.environ.pop("JOBSITE_DB_POOL", None)
-    return application
-
-
-application = asgi_application()
-
-
-@pytest.fixture
-async def stop_bridge() -> AsyncIterator[None]:
-    yield
-    await bridge.stop()
-
-
-@pytest.fixture
-async def live_bridge(stop_bridge: None) -> None:
-    """The bridge listening before any socket opens, so its first catch-up reaches nobody."""
-    bridge.ensure_started()
-    await asyncio.wait_for(bridge.connected.wait(), 5)
-
-
-@pytest.fixture
-def signed_in(transactional_db: None) -> SignIn:
-    """A new user in the given role (or none) and the key of their session."""
-    ensure_roles()
-
-    def login(role: str | None) -> tuple[User, str]:
-        user = User.objects.create_user(f"ws-{role}-{User.objects.count()}")
-        if role:
-            user.groups.add(Group.objects.get(name=role))
-        client = Client()
-        client.force_login(user)
-        return user, client.cookies["sessionid"].value
-
-    return login
-
-
-@pytest.fixture
-def session_cookie(signed_in: SignIn) -> Callable[[str | None], bytes]:
-    return lambda role: cookie_for(signed_in(role)[1])
-
-
-def cookie_for(session_key: str) -> bytes:
-    return f"sessionid={session_key}".encode()
-
-
-def socket(path: str, *headers: tuple[bytes, bytes]) -> WebsocketCommunicator:
-    return WebsocketCommunicator(application, path, headers=[ORIGIN, *headers])
-
-
-async def receive_until(
-    communicator: WebsocketCommunicator, needle: str, timeout: float = 5.0
-) -> str:
-    """Messages until one contains `needle`; fails after `timeout` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    seen = []
-    while (left := deadline - loop.time()) > 0:
-        try:
-            message = await communicator.receive_from(timeout=left)
-        except TimeoutError:
-            break
-        if needle in message:
-            return message
-        seen.append(message[:200])
-    raise AssertionError(f"no message with {needle!r} within {timeout}s; got {seen}")
-
-
-def notify(payload: dict[str, object]) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(sql.NOTIFY_EVENT, [json.dumps(payload)])
-
-
-async def closed_with(communicator: WebsocketCommunicator) -> int:
-    """Connect, and return the code the server closed with before it sent anything."""
-    connected, _ = await communicator.connect()
-    assert connected
-    message = await communicator.receive_output(timeout=5)
-    assert message["type"] == "websocket.close", message
-    return int(message["code"])
 
 
 async def test_anonymous_sockets_are_closed_as_signed_out(stop_bridge: None) -> None:

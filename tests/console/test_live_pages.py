@@ -11,26 +11,18 @@ from django.utils import timezone
 
 from queue_engine.console import socket_access
 from queue_engine.models import Job
-from tests.console.test_console_ws import (  # noqa: F401  fixtures
-    closed_with,
-    live_bridge,
-    receive_until,
-    session_cookie,
-    signed_in,
-    socket,
-    stop_bridge,
-)
+from tests.support.sockets import closed_with, receive_until, socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-async def test_anonymous_page_sockets_are_closed_as_signed_out(stop_bridge: None) -> None:  # noqa: F811
+async def test_anonymous_page_sockets_are_closed_as_signed_out(stop_bridge: None) -> None:
     communicator = socket("/ws/pages/queues/")
 
     assert await closed_with(communicator) == socket_access.SIGNED_OUT
 
 
-async def test_an_unknown_page_is_refused(session_cookie, stop_bridge) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_an_unknown_page_is_refused(session_cookie, stop_bridge) -> None:  # type: ignore[no-untyped-def]
     cookie = await database_sync_to_async(session_cookie)("viewer")
     communicator = socket("/ws/pages/settings/", (b"cookie", cookie))
 
@@ -40,8 +32,8 @@ async def test_an_unknown_page_is_refused(session_cookie, stop_bridge) -> None: 
 
 
 async def test_a_page_gets_its_rows_once_it_says_its_filter_and_only_changes_after(  # type: ignore[no-untyped-def]
-    session_cookie,  # noqa: F811
-    live_bridge,  # noqa: F811
+    session_cookie,
+    live_bridge,
 ) -> None:
     # Scheduled, not available: an available job's waiting time grows, and is news.
     later = timezone.now() + timedelta(hours=1)
@@ -66,7 +58,7 @@ async def test_a_page_gets_its_rows_once_it_says_its_filter_and_only_changes_aft
     assert update.index(">gamma<") < update.index(">beta<")
 
 
-async def test_a_hidden_page_reads_nothing_until_visible(session_cookie, live_bridge) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_a_hidden_page_reads_nothing_until_visible(session_cookie, live_bridge) -> None:  # type: ignore[no-untyped-def]
     cookie = await database_sync_to_async(session_cookie)("viewer")
     communicator = socket("/ws/pages/queues/", (b"cookie", cookie))
     await communicator.connect()

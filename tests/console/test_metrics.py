@@ -8,39 +8,15 @@ from typing import Any
 
 import psycopg
 import pytest
-from django.test import Client
-from prometheus_client.parser import text_string_to_metric_families
 
 from queue_engine import sql
 from queue_engine.models import Job, JobRecord, QueueConfig, WorkerProcess
 from queue_engine.worker.services import roll_up
+from tests.support.history import database_now, history_row
+from tests.support.metrics import TOKEN, samples, scrape
 from tests.support.services import run_service
-from tests.worker.test_maintenance import database_now, record
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-TOKEN = "scrape-me-7f3a"
-
-
-@pytest.fixture
-def metrics_on(settings: Any) -> None:
-    settings.QUEUE_ENGINE = {**getattr(settings, "QUEUE_ENGINE", {}), "METRICS_TOKEN": TOKEN}
-
-
-def scrape(token: str | None = TOKEN, address: str = "127.0.0.1", forwarded: str = "") -> Any:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    if forwarded:
-        headers["X-Forwarded-For"] = forwarded
-    return Client(REMOTE_ADDR=address).get("/metrics", headers=headers)
-
-
-def samples(response: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = response.content.decode()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
 
 
 def test_metrics_are_off_unless_a_token_is_set() -> None:
@@ -126,8 +102,8 @@ def test_a_scrape_reports_queues_workers_and_the_last_minutes(
     now = database_now()
     minute_ago = now - timedelta(minutes=2)
     JobRecord.objects.bulk_create(
-        [record(minute_ago, queue="emails", attempt=2) for _ in range(4)]
-        + [record(minute_ago, queue="emails", state="failed")]
+        [history_row(minute_ago, queue="emails", attempt=2) for _ in range(4)]
+        + [history_row(minute_ago, queue="emails", state="failed")]
     )
     JobRecord.objects.filter(state="failed").update(rescues=1)
     run_service(conninfo, roll_up)

@@ -3,7 +3,6 @@ queue's recent starts, busiest first."""
 
 from __future__ import annotations
 
-import itertools
 import re
 from datetime import timedelta
 from typing import Any
@@ -13,29 +12,21 @@ from django.urls import reverse
 from django.utils import timezone
 
 from queue_engine import reads
-from queue_engine.models import GroupLimit, Job, JobRecord, QueueConfig
+from queue_engine.models import GroupLimit, Job, QueueConfig
+from tests.support.history import history_row
 
 pytestmark = pytest.mark.django_db
-
-RECORD_IDS = itertools.count(9_000_000)  # history rows are moved jobs: their ids are given
 
 
 def job(key: str, state: str, **fields: Any) -> None:
     Job.objects.create(kind="tests.noop", queue="tenants", group_key=key, state=state, **fields)
 
 
-def ended(key: str, started_ago: timedelta) -> None:
-    now = timezone.now()
-    JobRecord.objects.create(
-        id=next(RECORD_IDS),
-        kind="tests.noop",
-        queue="tenants",
-        group_key=key,
-        state="succeeded",
-        run_at=now - started_ago,
-        started_at=now - started_ago,
-        finished_at=now,
-    )
+def ran(key: str, started_ago: timedelta) -> None:
+    """A job of the key that started `started_ago` and has just ended."""
+    history_row(
+        timezone.now(), queue="tenants", group_key=key, run=started_ago.total_seconds()
+    ).save(force_insert=True)
 
 
 def test_the_queue_page_lists_each_keys_waiting_running_cap_and_share(viewer: Any) -> None:
@@ -47,9 +38,9 @@ def test_the_queue_page_lists_each_keys_waiting_running_cap_and_share(viewer: An
     job("acme", "scheduled", run_at=now + timedelta(hours=1))
     job("globex", "running", started_at=now - timedelta(seconds=5))
     job("initech", "running", started_at=now - timedelta(minutes=10))  # not in the window
-    ended("acme", timedelta(seconds=10))
-    ended("globex", timedelta(seconds=20))
-    ended("globex", timedelta(minutes=5))  # started before the window
+    ran("acme", timedelta(seconds=10))
+    ran("globex", timedelta(seconds=20))
+    ran("globex", timedelta(minutes=5))  # started before the window
 
     keys = reads.queue_keys("tenants")
 

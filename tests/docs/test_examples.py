@@ -1,7 +1,7 @@
 """Every code example of the manual runs here, page by page, so that none of them rots.
 
 Jobs run in real `runworker --burst` processes on the test database; how blocks are
-marked is in tests/docs/blocks.py and docs/contributing.md.
+marked is in tests/support/doc_blocks.py and docs/contributing.md.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import yaml
 from django.core import checks
 from django.test import override_settings
 
-from tests.docs.blocks import Block, blocks, page_name, pages
+from tests.support.doc_blocks import Block, blocks, page_name, pages
 from tests.support.workers import ROOT, Workers
 
 HOST_FILES = {"settings.py", "urls.py", "asgi.py"}

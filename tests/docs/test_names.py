@@ -6,7 +6,7 @@ import re
 from importlib import import_module
 from pathlib import Path
 
-from tests.docs.blocks import page_name, pages
+from tests.support.doc_blocks import page_name, pages
 
 DOTTED = re.compile(r"\bqueue_engine(?:\.[A-Za-z_]\w*)+")
 FROM_IMPORT = re.compile(r"^\s*from (queue_engine[\w.]*) import \(?([\w, ]+)", re.M)

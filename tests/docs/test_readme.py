@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.docs.blocks import DOCS
+from tests.support.doc_blocks import DOCS
 
 README = DOCS.parent / "README.md"
 

@@ -6,7 +6,7 @@ import ast
 import re
 
 from queue_engine.conf import DEFAULTS
-from tests.docs.blocks import DOCS
+from tests.support.doc_blocks import DOCS
 
 ROW = re.compile(r"^\| `(?P<key>[A-Z_]+)` \| `(?P<default>[^|]+)` \|", re.M)
 

@@ -83,3 +83,32 @@ def test_no_module_is_longer_than_500_lines(path: Path) -> None:
     assert lines <= LONGEST, (
         f"{path.relative_to(PACKAGE.parent)} has {lines} lines; split it by concern"
     )
+
+
+TESTS = PACKAGE.parent / "tests"
+
+
+def imports_of_tests() -> list[tuple[str, str]]:
+    """Every (test file, module) where a file under tests/ imports a test module or a
+    conftest: what tests share lives in tests/support/ (helpers) and in a package's
+    conftest.py (fixtures, which pytest finds without an import)."""
+    import ast
+
+    found = []
+    for path in sorted(TESTS.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            for name in names:
+                last = name.rsplit(".", 1)[-1]
+                if name.startswith("tests.") and (last.startswith("test_") or last == "conftest"):
+                    found.append((str(path.relative_to(TESTS.parent)), name))
+    return found
+
+
+def test_no_test_imports_from_a_test_module_or_a_conftest() -> None:
+    assert imports_of_tests() == []

@@ -7,10 +7,8 @@ from django.db import connection
 
 from queue_engine import ops
 from queue_engine.exceptions import OpsError
-from queue_engine.flows import Flow
 from queue_engine.models import AuditEvent, FlowRun
-from tests.support import jobs
-from tests.support.flow_helpers import flow_settled, flow_state, records
+from tests.support.flow_helpers import diamond, flow_settled, flow_state, records
 from tests.support.workers import Workers
 
 pytestmark = pytest.mark.slow
@@ -20,16 +18,6 @@ def runs_of(job_ids: list[int]) -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM test_executions WHERE job_id = ANY(%s)", [job_ids])
         return int(cursor.fetchone()[0])
-
-
-def diamond() -> int:
-    """root -> (left, right) -> join; `right` fails the first time."""
-    flow = Flow("etl", meta={"source": "s3://bucket"})
-    flow.add("root", jobs.node, label="root")
-    flow.add("left", jobs.node, label="left", depends_on=["root"])
-    flow.add("right", jobs.node, label="right", fail=True, depends_on=["root"])
-    flow.add("join", jobs.sum_outputs, depends_on=["left", "right"])
-    return flow.submit()
 
 
 def test_rerun_from_a_node_reuses_upstream_and_runs_it_with_the_new_input(

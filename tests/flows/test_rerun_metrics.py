@@ -13,8 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from queue_engine import ops, reads
 from queue_engine.models import JobRecord, MetricBucket, RollupState
 from queue_engine.worker.services import roll_up, rollup, rollup_slices
-from tests.flows.test_rerun_from import diamond
-from tests.support.flow_helpers import flow_settled, flow_state
+from tests.support.flow_helpers import diamond, flow_settled, flow_state
 from tests.support.services import run_service
 from tests.support.workers import Workers
 

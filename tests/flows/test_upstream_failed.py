@@ -13,9 +13,9 @@ from queue_engine.exceptions import OpsError
 from queue_engine.flows import Flow
 from queue_engine.models import Job, JobRecord
 from queue_engine.ops import flows as ops_flows
-from tests.console.test_metrics import TOKEN, samples, scrape
 from tests.support import jobs
 from tests.support.flow_helpers import flow_settled, flow_state, records
+from tests.support.metrics import TOKEN, samples, scrape
 from tests.support.workers import Workers
 
 pytestmark = pytest.mark.slow

@@ -26,7 +26,7 @@ import pytest
 from django.db import connection
 
 from queue_engine.connections import conninfo
-from tests.docs.blocks import install_examples
+from tests.support.doc_blocks import install_examples
 from tests.support.workers import ROOT, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.once]

@@ -18,8 +18,8 @@ from queue_engine.models import Job, JobRecord, QueueConfig
 from queue_engine.reads import FilterError, JobFilter
 from queue_engine.worker.services import roll_up
 from tests.support import jobs
+from tests.support.history import database_now, history_row
 from tests.support.services import run_service
-from tests.worker.test_maintenance import database_now, record
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,8 +33,8 @@ def test_queue_counts_are_exact_under_the_cap_and_estimated_above_it(conninfo: s
     QueueConfig.objects.create(name="q2", paused=True)
     now = database_now()
     JobRecord.objects.bulk_create(
-        [record(now - timedelta(minutes=5), queue="q1") for _ in range(30)]
-        + [record(now, queue="q1", state="failed")]
+        [history_row(now - timedelta(minutes=5), queue="q1") for _ in range(30)]
+        + [history_row(now, queue="q1", state="failed")]
     )
     run_service(conninfo, roll_up)
 
@@ -144,11 +144,14 @@ def test_bad_series_arguments_raise_tracking_error_saying_what_to_give(
 def test_series_stitch_the_rollup_with_the_live_tail(conninfo: str) -> None:
     now = database_now()
     rolled = [
-        record(now - timedelta(minutes=m), queue="s", run=2.0, wait=1.0) for m in range(3, 50, 2)
+        history_row(now - timedelta(minutes=m), queue="s", run=2.0, wait=1.0)
+        for m in range(3, 50, 2)
     ]
     JobRecord.objects.bulk_create(rolled)
     run_service(conninfo, roll_up)
-    tail = [record(database_now(), queue="s", state="failed", run=4.0, wait=1.0) for _ in range(3)]
+    tail = [
+        history_row(database_now(), queue="s", state="failed", run=4.0, wait=1.0) for _ in range(3)
+    ]
     JobRecord.objects.bulk_create(tail)
 
     series = reads.metric_series(timedelta(hours=1), queue="s")
@@ -165,11 +168,11 @@ def test_series_stitch_the_rollup_with_the_live_tail(conninfo: str) -> None:
 def test_queue_series_reads_each_queues_series_at_once(conninfo: str) -> None:
     now = database_now()
     JobRecord.objects.bulk_create(
-        [record(now - timedelta(minutes=m), queue="a") for m in range(3, 40, 3)]
-        + [record(now - timedelta(minutes=m), queue="b", state="failed") for m in (5, 6)]
+        [history_row(now - timedelta(minutes=m), queue="a") for m in range(3, 40, 3)]
+        + [history_row(now - timedelta(minutes=m), queue="b", state="failed") for m in (5, 6)]
     )
     run_service(conninfo, roll_up)
-    JobRecord.objects.bulk_create([record(database_now(), queue="b")])  # the live tail
+    JobRecord.objects.bulk_create([history_row(database_now(), queue="b")])  # the live tail
     window = timedelta(hours=1)
 
     series = reads.queue_series(window, ["a", "b", "nothing-here", "a"])
@@ -192,7 +195,7 @@ def mixed_jobs() -> list[int]:
     now = database_now()
     ids, ended_jobs = [], []
     for i in range(60):
-        ended = record(
+        ended = history_row(
             now - timedelta(minutes=i),
             queue=("red", "blue")[i % 2],
             state=("succeeded", "failed", "cancelled")[i % 3],
@@ -342,8 +345,8 @@ def test_a_job_moving_between_live_and_history_while_it_is_read_is_seen_once(
 
 def test_text_filter_matches_an_unnamed_jobs_kind_as_displayed() -> None:
     now = database_now()
-    unnamed = record(now, queue="q", kind="app.send_invoice")
-    named = record(now, queue="q", kind="app.send_invoice")
+    unnamed = history_row(now, queue="q", kind="app.send_invoice")
+    named = history_row(now, queue="q", kind="app.send_invoice")
     named.name = "monthly run"
     JobRecord.objects.bulk_create([unnamed, named])
     waiting = Job.objects.create(id=named.id + 1, kind="app.send_invoice", queue="q")
@@ -363,10 +366,10 @@ def test_text_filter_matches_an_unnamed_jobs_kind_as_displayed() -> None:
 
 def test_unindexed_filters_search_bounded_id_ranges_and_say_where_to_go_on() -> None:
     now = database_now()
-    sparse = [record(now, queue="q") for _ in range(3)]
+    sparse = [history_row(now, queue="q") for _ in range(3)]
     for job, job_id in zip(sparse, (10, 60_010, 120_010), strict=True):
         job.id, job.name = job_id, f"needle {job_id}"
-    JobRecord.objects.bulk_create([*sparse, record(now, queue="q")])  # ids 10, 60k, 120k, 1M+
+    JobRecord.objects.bulk_create([*sparse, history_row(now, queue="q")])  # ids 10, 60k, 120k, 1M+
     where = JobFilter(text="needle")
 
     pages = [reads.list_jobs(where, limit=10)]

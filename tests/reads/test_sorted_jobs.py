@@ -9,7 +9,7 @@ import pytest
 from queue_engine import reads
 from queue_engine.models import Job, JobRecord
 from queue_engine.reads import FilterError, JobFilter
-from tests.worker.test_maintenance import database_now, record
+from tests.support.history import database_now, history_row
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -17,9 +17,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def seed() -> dict[str, int]:
     """Three ended jobs with different run times, attempts and finishes, and a live one."""
     now = database_now()
-    quick = record(now - timedelta(minutes=1), run=0.5, attempt=3, queue="s")
-    slow = record(now - timedelta(minutes=30), run=40.0, attempt=1, queue="s")
-    middle = record(now - timedelta(minutes=10), run=5.0, attempt=2, queue="s", state="failed")
+    quick = history_row(now - timedelta(minutes=1), run=0.5, attempt=3, queue="s")
+    slow = history_row(now - timedelta(minutes=30), run=40.0, attempt=1, queue="s")
+    middle = history_row(now - timedelta(minutes=10), run=5.0, attempt=2, queue="s", state="failed")
     JobRecord.objects.bulk_create([quick, slow, middle])
     live = Job.objects.create(kind="tests.noop", queue="s")
     return {"quick": quick.id, "slow": slow.id, "middle": middle.id, "live": live.id}

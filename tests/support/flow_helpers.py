@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django.db import connection
 
+from queue_engine.flows import Flow
 from queue_engine.models import FlowRun, JobRecord
+from tests.support import jobs
 from tests.support.workers import wait_for
 
 
@@ -45,3 +47,13 @@ def succeed_by_hand(job_id: int, result: str = "null") -> None:
             "FROM gone",
             [job_id, result],
         )
+
+
+def diamond() -> int:
+    """root -> (left, right) -> join; `right` fails the first time."""
+    flow = Flow("etl", meta={"source": "s3://bucket"})
+    flow.add("root", jobs.node, label="root")
+    flow.add("left", jobs.node, label="left", depends_on=["root"])
+    flow.add("right", jobs.node, label="right", fail=True, depends_on=["root"])
+    flow.add("join", jobs.sum_outputs, depends_on=["left", "right"])
+    return flow.submit()

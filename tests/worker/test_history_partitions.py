@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from itertools import count, pairwise
+from itertools import pairwise
 
 import psycopg
 import pytest
@@ -23,18 +23,11 @@ from queue_engine.models import (
 )
 from queue_engine.worker.services import keep_partitions
 from queue_engine.worker.services.partitions import Kept
+from tests.support.history import database_now, history_row
 from tests.support.services import run_service
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ids = count(2_000_000)
 HOUR = timedelta(hours=1)
-
-
-def database_now() -> datetime:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT now()")
-        now: datetime = cursor.fetchone()[0]
-    return now.astimezone(UTC)
 
 
 def windows(succeeded: int, failed: int = 7 * 86400, cancelled: int = 86400) -> None:
@@ -52,21 +45,6 @@ def rolled_up_to(moment: datetime) -> None:
     from queue_engine.models import RollupState
 
     RollupState.objects.update_or_create(name="metrics", defaults={"rolled_up_to": moment})
-
-
-def ended(
-    finished: datetime, *, state: str = "succeeded", flow: FlowRun | None = None
-) -> JobRecord:
-    return JobRecord(
-        id=next(ids),
-        queue="gc",
-        kind="tests.noop",
-        state=state,
-        attempt=1,
-        flow_id=flow.pk if flow else None,
-        started_at=finished - timedelta(seconds=1),
-        finished_at=finished,
-    )
 
 
 def leaf_of(job_id: int) -> str:
@@ -135,10 +113,10 @@ def test_a_leaf_past_its_states_longest_window_goes_whole_with_its_logs(conninfo
     running = FlowRun.objects.create(name="slow", state="running")
     old = add_leaf("succeeded", now - 3 * HOUR, now - 2 * HOUR)
     recent = add_leaf("succeeded", now - HOUR / 2, now - HOUR / 4)
-    gone = [ended(now - 2.5 * HOUR) for _ in range(50)]
-    flow_node = ended(now - 2.5 * HOUR, flow=running)
-    young = ended(now - HOUR / 3)
-    dead_letter = ended(now - 2.5 * HOUR, state="failed")
+    gone = [history_row(now - 2.5 * HOUR) for _ in range(50)]
+    flow_node = history_row(now - 2.5 * HOUR, flow=running)
+    young = history_row(now - HOUR / 3)
+    dead_letter = history_row(now - 2.5 * HOUR, state="failed")
     JobRecord.objects.bulk_create([*gone, flow_node, young, dead_letter])
     everyone = [*gone, flow_node, young, dead_letter]
     JobLog.objects.bulk_create(
@@ -167,7 +145,7 @@ def test_a_leaf_not_yet_counted_by_the_rollup_stays(conninfo: str) -> None:
     now = database_now()
     rolled_up_to(now - 3 * HOUR)
     old = add_leaf("succeeded", now - 3 * HOUR, now - 2 * HOUR)
-    JobRecord.objects.bulk_create([ended(now - 2.5 * HOUR)])
+    JobRecord.objects.bulk_create([history_row(now - 2.5 * HOUR)])
 
     kept = run_service(conninfo, keep_partitions)
 
@@ -182,8 +160,8 @@ def test_a_drop_gives_way_to_a_transaction_writing_the_leaf_and_comes_back(
     now = database_now()
     rolled_up_to(now)
     old = add_leaf("succeeded", now - 3 * HOUR, now - 2 * HOUR)
-    row = ended(now - 2.5 * HOUR)
-    JobRecord.objects.bulk_create([row, ended(now - 2.5 * HOUR)])
+    row = history_row(now - 2.5 * HOUR)
+    JobRecord.objects.bulk_create([row, history_row(now - 2.5 * HOUR)])
     holding, release = threading.Event(), threading.Event()
 
     def redrive_in_progress() -> None:
@@ -230,8 +208,11 @@ def test_an_ended_flow_goes_with_its_last_node(conninfo: str) -> None:
     rolled_up_to(now)
     old = add_leaf("succeeded", now - 3 * HOUR, now - 2 * HOUR)
     emptied, still_kept = (FlowRun.objects.create(name=n, state="failed") for n in ("a", "b"))
-    nodes = [ended(now - 2.5 * HOUR, flow=emptied), ended(now - 2.5 * HOUR, flow=still_kept)]
-    dead = ended(now - 2.5 * HOUR, state="failed", flow=still_kept)  # a week's window
+    nodes = [
+        history_row(now - 2.5 * HOUR, flow=emptied),
+        history_row(now - 2.5 * HOUR, flow=still_kept),
+    ]
+    dead = history_row(now - 2.5 * HOUR, state="failed", flow=still_kept)  # a week's window
     JobRecord.objects.bulk_create([*nodes, dead])
     FlowEdge.objects.bulk_create(
         [

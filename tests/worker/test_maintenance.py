@@ -8,7 +8,6 @@ import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from itertools import count
 from typing import Any
 
 import psycopg
@@ -26,43 +25,11 @@ from queue_engine.models import (
 )
 from queue_engine.worker.services import Rollup, delete_expired, roll_up, rollup, rollup_slices
 from queue_engine.worker.services.retention import Swept
+from tests.support.history import database_now, history_row
 from tests.support.services import run_service
 from tests.support.workers import Workers, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ids = count(1_000_000)
-
-
-def database_now() -> datetime:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT now()")
-        now: datetime = cursor.fetchone()[0]
-    return now.astimezone(UTC)
-
-
-def record(
-    finished: datetime,
-    *,
-    queue: str = "gc",
-    state: str = "succeeded",
-    kind: str = "tests.noop",
-    wait: float = 0.5,
-    run: float | None = 1.0,
-    attempt: int = 1,
-) -> JobRecord:
-    started = None if run is None else finished - timedelta(seconds=run)
-    run_at = (started or finished) - timedelta(seconds=wait)
-    return JobRecord(
-        id=next(ids),
-        queue=queue,
-        kind=kind,
-        state=state,
-        attempt=attempt,
-        run_at=run_at,
-        created_at=run_at,
-        started_at=started,
-        finished_at=finished,
-    )
 
 
 def with_logs(records: list[JobRecord]) -> list[JobRecord]:
@@ -90,18 +57,18 @@ def test_gc_removes_only_what_is_past_its_queue_window_with_its_logs(conninfo: s
     h = timedelta(hours=1)
     expired = with_logs(
         [
-            record(now - 2 * h),
-            record(now - 3 * h, state="failed"),
-            record(now - timedelta(minutes=2), state="cancelled"),
+            history_row(now - 2 * h),
+            history_row(now - 3 * h, state="failed"),
+            history_row(now - timedelta(minutes=2), state="cancelled"),
         ]
     )
     kept = with_logs(
         [
-            record(now - h / 2),
-            record(now - h, state="failed"),
-            record(now - timedelta(seconds=10), state="cancelled"),
-            record(now - 2 * h, queue="other"),
-            record(now - 3 * h, queue="other", state="failed"),
+            history_row(now - h / 2),
+            history_row(now - h, state="failed"),
+            history_row(now - timedelta(seconds=10), state="cancelled"),
+            history_row(now - 2 * h, queue="other"),
+            history_row(now - 3 * h, queue="other", state="failed"),
         ]
     )
 
@@ -119,7 +86,7 @@ def test_gc_keeps_the_ended_nodes_of_a_flow_still_running(conninfo: str) -> None
     rolled_up_to(now)
     running, ended = (FlowRun.objects.create(name="slow", state=s) for s in ("running", "failed"))
     old = now - timedelta(hours=1)
-    nodes = [record(old), record(old), record(old)]
+    nodes = [history_row(old), history_row(old), history_row(old)]
     for node, flow in zip(nodes, [running, ended, None], strict=True):
         node.flow_id = flow.pk if flow else None
     JobRecord.objects.bulk_create(nodes)
@@ -136,7 +103,7 @@ def test_gc_deletes_in_bounded_batches(conninfo: str) -> None:
     QueueConfig.objects.create(name="gc", retain_succeeded=60)
     now = database_now()
     rolled_up_to(now)
-    JobRecord.objects.bulk_create(record(now - timedelta(hours=1)) for _ in range(1050))
+    JobRecord.objects.bulk_create(history_row(now - timedelta(hours=1)) for _ in range(1050))
 
     collected = run_service(conninfo, delete_expired, batch_size=100)
 
@@ -148,11 +115,11 @@ def test_the_leaders_collector_rereads_only_from_where_it_swept(conninfo: str) -
     QueueConfig.objects.create(name="gc", retain_succeeded=3600)
     now = database_now()
     rolled_up_to(now)
-    JobRecord.objects.bulk_create([record(now - timedelta(days=2))])
+    JobRecord.objects.bulk_create([history_row(now - timedelta(days=2))])
     swept = Swept()
 
     first = run_service(conninfo, delete_expired, swept=swept)
-    JobRecord.objects.bulk_create([record(now - timedelta(hours=1, minutes=5))])
+    JobRecord.objects.bulk_create([history_row(now - timedelta(hours=1, minutes=5))])
     second = run_service(conninfo, delete_expired, swept=swept)
 
     assert (first.deleted, second.deleted) == (1, 1)
@@ -164,7 +131,7 @@ def test_gc_keeps_rows_the_rollup_has_not_counted_yet(conninfo: str) -> None:
     now = database_now()
     rolled_up_to(now - timedelta(hours=2))
     _, recent = with_logs(
-        [record(now - timedelta(hours=3)), record(now - timedelta(hours=2, seconds=30))]
+        [history_row(now - timedelta(hours=3)), history_row(now - timedelta(hours=2, seconds=30))]
     )
 
     run_service(conninfo, delete_expired)
@@ -180,7 +147,7 @@ def test_gc_deletes_nothing_before_the_rollups_first_watermark(
     if state_row:
         rolled_up_to(None)  # type: ignore[arg-type]  # the first rollup has not finished
     now = database_now()
-    old = with_logs([record(now - timedelta(days=2)), record(now - timedelta(hours=1))])
+    old = with_logs([history_row(now - timedelta(days=2)), history_row(now - timedelta(hours=1))])
     swept = Swept()
 
     collected = run_service(conninfo, delete_expired, swept=swept)
@@ -265,7 +232,7 @@ def random_records(
         state = rng.choices(["succeeded", "failed", "cancelled"], [8, 1, 1])[0]
         never_started = state == "cancelled" and rng.random() < 0.5
         records.append(
-            record(
+            history_row(
                 now - span * rng.random() - timedelta(seconds=2),
                 queue=rng.choice(["a", "b", "c"]),
                 kind=rng.choice(["tests.noop", "tests.add"]),
@@ -346,7 +313,7 @@ def test_a_busy_minutes_percentiles_come_from_a_sample_and_its_counts_from_every
         rolled_up_to(minute)
     rng = random.Random(13)
     busy = [
-        record(
+        history_row(
             minute + timedelta(seconds=59 * rng.random()),
             queue="busy",
             wait=10 * rng.random(),
@@ -406,7 +373,7 @@ def test_the_rollup_is_incremental_and_counts_late_rows_once(conninfo: str) -> N
     watermark = watermark_now()
 
     late = [
-        record(watermark - timedelta(seconds=30), queue="a"),  # committed after its finish
+        history_row(watermark - timedelta(seconds=30), queue="a"),  # committed after its finish
         *random_records(database_now(), 50, rng, span=timedelta(seconds=1)),
     ]
     JobRecord.objects.bulk_create(late)
@@ -442,7 +409,7 @@ def test_a_paced_pass_counts_what_the_one_statement_pass_counts_and_late_rows_on
     records, watermark = six_minutes_rolled_up(conninfo, monkeypatch, random.Random(17), 600)
     whole = buckets(60)
 
-    late = [record(watermark - timedelta(seconds=20), queue="a", kind="tests.add")]
+    late = [history_row(watermark - timedelta(seconds=20), queue="a", kind="tests.add")]
     JobRecord.objects.bulk_create(late)
     # As if the last three minutes had not been rolled up: a paced pass computes them,
     # and the minute before them again, for its late row.
@@ -474,7 +441,7 @@ def test_a_paced_pass_counts_the_minute_before_it_again_only_if_it_may_have_miss
     # count of that minute again would find. After a pass that read whole, no transaction
     # can add such a row, and the next pass does not look; after any other, it does.
     before = watermark - timedelta(minutes=2)
-    late = [record(before + timedelta(seconds=30), queue="a", kind="tests.add")]
+    late = [history_row(before + timedelta(seconds=30), queue="a", kind="tests.add")]
     JobRecord.objects.bulk_create(late)
     for through, counted in ((before + timedelta(minutes=1), records), (None, records + late)):
         RollupState.objects.update(rolled_up_to=before + timedelta(minutes=1))
@@ -573,7 +540,7 @@ def test_a_rollup_whose_passes_slow_down_counts_every_row_once(
 def test_the_rollup_outlives_retention(conninfo: str) -> None:
     QueueConfig.objects.create(name="gc", retain_succeeded=60)
     now = database_now()
-    JobRecord.objects.bulk_create([record(now - timedelta(hours=2)) for _ in range(5)])
+    JobRecord.objects.bulk_create([history_row(now - timedelta(hours=2)) for _ in range(5)])
 
     run_service(conninfo, roll_up)
     run_service(conninfo, delete_expired)
@@ -586,7 +553,7 @@ def test_the_rollup_outlives_retention(conninfo: str) -> None:
 def test_the_leader_rolls_up_then_collects(workers: Workers) -> None:
     QueueConfig.objects.create(name="gc", retain_succeeded=60)
     now = database_now()
-    JobRecord.objects.bulk_create([record(now - timedelta(minutes=10)) for _ in range(20)])
+    JobRecord.objects.bulk_create([history_row(now - timedelta(minutes=10)) for _ in range(20)])
 
     workers.start("--queues", "gc")
 

@@ -1,0 +1,55 @@
+"""History rows made by hand, and the database's clock, for tests of what reads, sweeps
+and partitions the history."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from itertools import count
+
+from django.db import connection
+
+from queue_engine.models import FlowRun, JobRecord
+
+# History rows are moved jobs, whose ids they keep: ids given here start far above any
+# job a test enqueues.
+RECORD_IDS = count(1_000_000)
+
+
+def database_now() -> datetime:
+    """The database's now(): the start of the current transaction, as the sweeps and
+    reads under test see it (not clock_timestamp(), which moves within one)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT now()")
+        now: datetime = cursor.fetchone()[0]
+    return now.astimezone(UTC)
+
+
+def history_row(
+    finished: datetime,
+    *,
+    queue: str = "gc",
+    state: str = "succeeded",
+    kind: str = "tests.noop",
+    wait: float = 0.5,
+    run: float | None = 1.0,
+    attempt: int = 1,
+    flow: FlowRun | None = None,
+    group_key: str | None = None,
+) -> JobRecord:
+    """An unsaved history row that finished at `finished`, after waiting `wait` seconds and
+    running `run` (None: it never started)."""
+    started = None if run is None else finished - timedelta(seconds=run)
+    run_at = (started or finished) - timedelta(seconds=wait)
+    return JobRecord(
+        id=next(RECORD_IDS),
+        queue=queue,
+        kind=kind,
+        state=state,
+        attempt=attempt,
+        flow_id=flow.pk if flow else None,
+        group_key=group_key,
+        run_at=run_at,
+        created_at=run_at,
+        started_at=started,
+        finished_at=finished,
+    )
