@@ -10,13 +10,27 @@
 --   * a row per queue with a NULL key: its room under its cap and its rate limit, at
 --     most p_want.
 -- A room is never negative; no cap reads as 2147483647.
+--
+-- The rate limit holds in every window as long as the rate window, whatever the claims
+-- race with. The window ends at the clock read once the locks are held (v_now), not at
+-- now(), the start of a transaction that may have waited for them: so every job this
+-- claim starts starts at v_now or later. Every claim of the queue that committed before
+-- holds the stamp of its span in the claim log, and sql.CLAIM stamps a span with its end
+-- after the clock that follows the claim's UPDATE: a stamp is later than every start it
+-- counts. So a start s in the window ending at one of this claim's starts s'
+-- (s > s' - window >= v_now - window) has its stamp past v_now - window, and is counted.
+-- Claims of the queue take turns on its lock, so no uncounted claim starts jobs
+-- between the count and this claim's commit.
 CREATE OR REPLACE FUNCTION queue_engine_limited_rooms(
     p_locked text[], p_want int, p_queues text[], p_keys text[], p_defaults int[]
 ) RETURNS TABLE (queue text, group_key text, room int)
 LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_now timestamptz;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('queue_engine:queue:' || l.name, 0))
        FROM (SELECT DISTINCT name FROM unnest(p_locked) AS l(name) ORDER BY name) l;
+    v_now := clock_timestamp();
     RETURN QUERY
     WITH counts AS (
         SELECT j.queue::text AS queue, j.group_key::text AS group_key, count(*)::int AS n
@@ -41,7 +55,7 @@ BEGIN
                                      WHERE c.queue = q.name),
                q.rate_limit - (SELECT COALESCE(sum(l.count), 0) FROM queue_engine_claimlog l
                                 WHERE l.queue = q.name
-                                  AND l.at > now() - make_interval(secs => q.rate_window))
+                                  AND l.at > v_now - make_interval(secs => q.rate_window))
            ), 0)::int
       FROM queue_engine_queueconfig q
      WHERE q.name = ANY(p_locked);

@@ -265,10 +265,16 @@ _LOGGED_HELD = """
     -- however many claims fell in it (with a row per claim, each sum would read every
     -- claim of the window, twice a claim, at any rate). A span reaching
     -- into the window counts whole: the limit errs by at most one span, towards fewer
-    -- starts.
+    -- starts. The span is the one holding the latest clock read as the claimed rows
+    -- arrive, each after its UPDATE, so the stamp is later than every start it counts;
+    -- not now(): the claim's transaction may have begun well before, waiting for the
+    -- queue's lock, and a stamp earlier than a start lets that start out of the window
+    -- too soon (the proof is at queue_engine_limited_rooms, schema/claim.sql).
     INSERT INTO queue_engine_claimlog AS l (queue, at, count)
     SELECT claimed.queue,
-           to_timestamp(((floor(extract(epoch FROM now()) / s.span) + 1) * s.span)::float8),
+           to_timestamp(
+               ((floor(extract(epoch FROM max(clock_timestamp())) / s.span) + 1) * s.span)::float8
+           ),
            count(*)
       FROM claimed JOIN q ON q.name = claimed.queue
      CROSS JOIN LATERAL (SELECT GREATEST(q.rate_window / 600.0, 0.1) AS span) s
