@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from queue_engine import sql
-from queue_engine.models import Job, JobRecord, QueueConfig
+from queue_engine.models import GroupLimit, Job, JobRecord, QueueConfig
 from tests.support import jobs
 from tests.support.workers import Workers, wait_for
 
@@ -96,3 +96,35 @@ def test_rate_limit_holds_in_every_window_across_racing_processes(
     assert len(starts) == 80
     assert most_in_a_window(starts, 1) <= 4
     assert (max(starts) - min(starts)).total_seconds() >= 19  # twenty windows at least
+
+
+def test_a_per_key_rate_limit_gives_each_key_its_own_budget(
+    workers: Workers, executions: None
+) -> None:
+    QueueConfig.objects.update_or_create(
+        name="grouped", defaults={"rate_limit": 3, "rate_window": 1, "rate_limit_per_key": True}
+    )
+    GroupLimit.objects.create(queue="grouped", group_key="wide", rate_limit=6)
+    busy = jobs.grouped.enqueue_many([{"key": "busy", "pause": 0}] * 24)
+    wide = jobs.grouped.enqueue_many([{"key": "wide", "pause": 0}] * 24)
+    small = jobs.grouped.enqueue_many([{"key": f"k{i}", "pause": 0} for i in range(5)] * 3)
+    keyless = jobs.grouped.enqueue_many([{"key": None, "pause": 0}] * 9)
+    ids = busy + wide + small + keyless
+
+    for _ in range(3):
+        workers.start("--queues", "grouped", "--concurrency", "8", "--poll-interval", "0.05")
+    wait_for(lambda: JobRecord.objects.filter(pk__in=ids).count() == len(ids), timeout=60)
+
+    by_key: dict[str | None, list[datetime]] = {}
+    for key, start in JobRecord.objects.filter(pk__in=ids).values_list("group_key", "started_at"):
+        assert start is not None
+        by_key.setdefault(key, []).append(start)
+    budgets = {key: 6 if key == "wide" else 3 for key in by_key}  # None: the keyless share 3
+    assert {key: most_in_a_window(s, 1) for key, s in by_key.items()} == budgets
+    # The busy key's backlog (eight windows of it) takes nothing from the others: the
+    # small keys start in their first window, the wide key runs at its own rate.
+    first = min(min(starts) for starts in by_key.values())
+    small_done = max(max(by_key[f"k{i}"]) for i in range(5))
+    assert (small_done - first).total_seconds() < 1
+    wide_took, busy_took = (max(by_key[k]) - first for k in ("wide", "busy"))
+    assert wide_took < busy_took / 1.5
