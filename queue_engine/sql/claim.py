@@ -313,6 +313,20 @@ _LOGGED_HELD = """
      WHERE (SELECT count(*) FROM picked) < %(limit)s
        AND c.id <> ALL(ARRAY(SELECT id FROM picked))
      GROUP BY c.queue
+), rate_waits AS (
+    -- Rate-limited queues whose limits this claim met while it took fewer jobs than it
+    -- wanted (candidates left, keys passed over, no room guessed): how long until the
+    -- oldest span of their window leaves it, when room may come back. The worker claims
+    -- again then (worker/lanes.py), or at its next poll if that comes first.
+    SELECT q.name,
+           ceil(1000 * extract(epoch FROM min(l.at) + make_interval(secs => q.rate_window)
+                                          - clock_timestamp()))::int AS wait_ms
+      FROM q JOIN queue_engine_claimlog l ON l.queue = q.name
+     WHERE (q.rate_limit IS NOT NULL OR q.rate_limit_per_key)
+       AND (SELECT count(*) FROM picked) < %(limit)s
+       AND (q.room_guess = 0 OR q.full_keys IS NOT NULL OR q.name IN (SELECT queue FROM held))
+       AND l.at > clock_timestamp() - make_interval(secs => q.rate_window)
+     GROUP BY q.name, q.rate_window
 """
 
 _MARKERS = """
@@ -342,6 +356,9 @@ SELECT * FROM claimed
 _HELD_ROWS = """
 SELECT NULL, 'held', h.queue, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM held h
+ UNION ALL  -- the milliseconds to wait in the attempt's place
+SELECT NULL, 'rate', r.name, NULL, r.wait_ms, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM rate_waits r
  UNION ALL"""
 
 _MARKER_ROWS = """

@@ -128,3 +128,23 @@ def test_a_per_key_rate_limit_gives_each_key_its_own_budget(
     assert (small_done - first).total_seconds() < 1
     wide_took, busy_took = (max(by_key[k]) - first for k in ("wide", "busy"))
     assert wide_took < busy_took / 1.5
+
+
+def test_a_worker_claims_again_when_the_window_frees_room_not_at_its_next_poll(
+    workers: Workers, executions: None
+) -> None:
+    QueueConfig.objects.update_or_create(
+        name="capped", defaults={"rate_limit": 2, "rate_window": 1}
+    )
+    ids = jobs.capped.enqueue_many([{"pause": 0}] * 8)
+
+    workers.start("--queues", "capped", "--concurrency", "4", "--poll-interval", "30")
+    wait_for(
+        lambda: JobRecord.objects.filter(pk__in=ids).count() == 8,
+        timeout=15,
+        message="the rate-limited jobs to run a window apart, not a poll apart",
+    )
+
+    starts = started(JobRecord, pk__in=ids)
+    assert most_in_a_window(starts, 1) == 2
+    assert (max(starts) - min(starts)).total_seconds() < 5
