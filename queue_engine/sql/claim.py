@@ -25,9 +25,9 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 #   second of two claimers ranking the same head of the queue with no room on any key.
 # - Keys already at their cap or out of their own rate budget (counted without a lock,
 #   in q.full_keys) are passed over when candidates are read: a busy key's backlog
-#   would otherwise fill every claim's candidates and starve the other keys. Their waiting jobs are still walked in the
-#   claim index, so a backlog of millions on one capped key makes claims of its queue
-#   slower, never stuck.
+#   would otherwise fill every claim's candidates and starve the other keys. Their
+#   waiting jobs are still walked in the claim index, so a backlog of millions on one
+#   capped key makes claims of its queue slower, never stuck.
 # - The labels test is written so the planner sees that most jobs require none.
 # - Suspects (jobs rescued at least twice) are claimed only by a
 #   claim `alone`, which a worker sends with a limit of 1 when nothing else of its
