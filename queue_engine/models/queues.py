@@ -101,7 +101,7 @@ class GroupLimit(models.Model):
 
 class ClaimLog(models.Model):
     """How many jobs of a rate-limited queue started in a short span (a 600th of its rate
-    window, at least 0.1 s), stamped with the span's end; pruned by the leader. Per budget:
+    window, a 60th per key, at least 0.1 s), stamped with the span's end; pruned by the leader. Per budget:
     the queue's ('') or, when its rate limit applies per key, the group key's."""
 
     id = models.BigAutoField(primary_key=True)

@@ -296,7 +296,11 @@ _LOGGED_HELD = """
            count(*)
       FROM claimed JOIN q ON q.name = claimed.queue
       JOIN candidates c ON c.id = claimed.id
-     CROSS JOIN LATERAL (SELECT GREATEST(q.rate_window / 600.0, 0.1) AS span) s
+     -- Per key, spans of a 60th: each claim of the queue sums every key's window to
+     -- find the keys out of budget (q.full_keys), and that read grows with the keys.
+     CROSS JOIN LATERAL (
+           SELECT GREATEST(q.rate_window / CASE WHEN q.rate_limit_per_key THEN 60.0
+                                                ELSE 600.0 END, 0.1) AS span) s
      CROSS JOIN LATERAL (SELECT CASE WHEN q.rate_limit_per_key THEN COALESCE(c.group_key, '')
                                      ELSE '' END AS budget) b
      WHERE q.rate_limit IS NOT NULL OR q.rate_limit_per_key
