@@ -262,20 +262,31 @@ def configure_queue(
     rate_limit: int | None = None,
     rate_window: int = 60,
     group_concurrency: int | None = None,
+    rate_limit_per_key: bool = False,
 ) -> None:
     """Create or reset the queue's QueueConfig row (every limit as given, the rest unset)."""
     with env.connect() as conn:
         conn.execute(
             """
             INSERT INTO queue_engine_queueconfig
-                   (name, paused, max_concurrency, rate_limit, rate_window, group_concurrency)
-            VALUES (%s, %s, %s, %s, %s, %s)
+                   (name, paused, max_concurrency, rate_limit, rate_window, group_concurrency,
+                    rate_limit_per_key)
+            VALUES (%s, %s, %s, %s, %s, %s, %s)
             ON CONFLICT (name) DO UPDATE
                SET paused = EXCLUDED.paused, max_concurrency = EXCLUDED.max_concurrency,
                    rate_limit = EXCLUDED.rate_limit, rate_window = EXCLUDED.rate_window,
-                   group_concurrency = EXCLUDED.group_concurrency, updated_at = now()
+                   group_concurrency = EXCLUDED.group_concurrency,
+                   rate_limit_per_key = EXCLUDED.rate_limit_per_key, updated_at = now()
             """,
-            [queue, paused, max_concurrency, rate_limit, rate_window, group_concurrency],
+            [
+                queue,
+                paused,
+                max_concurrency,
+                rate_limit,
+                rate_window,
+                group_concurrency,
+                rate_limit_per_key,
+            ],
         )
         conn.execute("DELETE FROM queue_engine_grouplimit WHERE queue = %s", [queue])
         conn.execute("DELETE FROM queue_engine_claimlog WHERE queue = %s", [queue])

@@ -205,6 +205,7 @@ class QueueConfigAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-
         "max_concurrency",
         "rate_limit",
         "rate_window",
+        "rate_limit_per_key",
         "lock_duration",
         "group_concurrency",
         "retain_succeeded",

@@ -29,7 +29,12 @@ LIMITS: dict[str, tuple[int, bool, str]] = {
     "retain_failed": (0, False, ""),
     "retain_cancelled": (0, False, ""),
 }
-EDITABLE = ("paused", *LIMITS)
+# Fields that are True or False, besides `paused`: the rate limit applies to each group
+# key on its own.
+SWITCHES = ("rate_limit_per_key",)
+EDITABLE = ("paused", *LIMITS, *SWITCHES)
+# What handing a queue back to settings resets unless told otherwise: all but `paused`.
+HANDED_BACK = (*LIMITS, *SWITCHES)
 MAX_SECONDS = 10 * 366 * 86400
 
 
@@ -45,7 +50,7 @@ def unknown_fields(fields: Mapping[str, Any]) -> list[str]:
 
 def value_problem(field: str, value: object) -> str | None:
     """What is wrong with one field's value ("must be True or False"), or None."""
-    if field == "paused":
+    if field == "paused" or field in SWITCHES:
         return None if isinstance(value, bool) else "must be True or False"
     minimum, nullable, none_means = LIMITS[field]
     if value is None and nullable:

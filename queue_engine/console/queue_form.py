@@ -11,13 +11,14 @@ from queue_engine.exceptions import OpsError
 from queue_engine.ops import queues as ops_queues
 from queue_engine.templatetags.queue_engine import duration
 
-Kind = Literal["count", "duration"]
+Kind = Literal["count", "duration", "switch"]
 
 # field: (label, kind); the order of the form
 FIELDS: dict[str, tuple[str, Kind]] = {
     "max_concurrency": ("Max concurrency", "count"),
     "rate_limit": ("Rate limit (jobs)", "count"),
     "rate_window": ("Rate window", "duration"),
+    "rate_limit_per_key": ("Rate limit applies to", "switch"),
     "group_concurrency": ("Per-group limit", "count"),
     "lock_duration": ("Lock duration", "duration"),
     "retain_succeeded": ("Keep succeeded", "duration"),
@@ -28,6 +29,9 @@ UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 UNIT_WORDS = {"sec": "s", "second": "s", "min": "m", "minute": "m", "hour": "h", "day": "d"}
 DURATION = re.compile(r"(\d{1,15})\s*([a-z]*)")
 COUNT = re.compile(r"\d{1,15}")
+# A switch's form values, and what it says either way.
+SWITCH_INPUT = {True: "yes", False: "no"}
+SWITCH_SHOWN = {"rate_limit_per_key": {True: "each group key", False: "the whole queue"}}
 
 
 @dataclass
@@ -41,11 +45,19 @@ class Row:
 
     @property
     def nullable(self) -> bool:
-        return queue_defaults.LIMITS[self.name][1]
+        return self.name in queue_defaults.LIMITS and queue_defaults.LIMITS[self.name][1]
+
+    @property
+    def choices(self) -> list[tuple[str, str]]:
+        """A switch's options: (form value, what it says)."""
+        said = SWITCH_SHOWN.get(self.name, {})
+        return [(SWITCH_INPUT[on], said[on]) for on in (False, True)] if said else []
 
 
 def as_input(kind: Kind, value: int | None) -> str:
     """A value as the form shows it: "" for no limit, durations in their largest whole unit."""
+    if kind == "switch":
+        return SWITCH_INPUT[bool(value)]
     if value is None:
         return ""
     if kind == "count":
@@ -54,7 +66,9 @@ def as_input(kind: Kind, value: int | None) -> str:
     return f"{value // UNITS[unit]}{unit}"
 
 
-def shown(kind: Kind, value: int | None) -> str:
+def shown(kind: Kind, value: int | None, field: str = "") -> str:
+    if kind == "switch":
+        return SWITCH_SHOWN[field][bool(value)]
     if value is None:
         return "no limit"
     return str(value) if kind == "count" else duration(value)
@@ -65,7 +79,11 @@ def parse(name: str, field: str, raw: str) -> int | None:
     _, kind = FIELDS[field]
     raw = raw.strip().lower()
     value: int | None
-    if not raw and queue_defaults.LIMITS[field][1]:
+    if kind == "switch":
+        if raw not in ("yes", "no"):
+            raise OpsError("Choose one of the options.")
+        value = raw == "yes"
+    elif not raw and queue_defaults.LIMITS[field][1]:
         value = None
     elif kind == "count":
         if not COUNT.fullmatch(raw):

@@ -12,6 +12,10 @@ class QueueSettings(models.Model):
     max_concurrency = models.PositiveIntegerField(null=True, blank=True)
     rate_limit = models.PositiveIntegerField(null=True, blank=True)
     rate_window = models.PositiveIntegerField(db_default=60, help_text="seconds")
+    rate_limit_per_key = models.BooleanField(
+        db_default=False,
+        help_text="the rate limit is each group key's own budget (jobs without a key share one)",
+    )
     lock_duration = models.PositiveIntegerField(db_default=60, help_text="seconds")
     group_concurrency = models.PositiveIntegerField(null=True, blank=True)
     retain_succeeded = models.PositiveIntegerField(
@@ -73,11 +77,14 @@ class QueueDefaults(QueueSettings):
 
 
 class GroupLimit(models.Model):
-    """A per-key cap overriding the queue's default group concurrency."""
+    """One group key's own limits, overriding the queue's: its cap over the queue's
+    group_concurrency, its rate over the queue's rate_limit (when that applies per key).
+    A null field keeps the queue's value."""
 
     queue = models.CharField(max_length=128)
     group_key = models.CharField(max_length=255)
-    max_concurrency = models.PositiveIntegerField()
+    max_concurrency = models.PositiveIntegerField(null=True, blank=True)
+    rate_limit = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "queue_engine_grouplimit"
@@ -86,21 +93,28 @@ class GroupLimit(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.queue}/{self.group_key} <= {self.max_concurrency}"
+        limits = [f"<= {self.max_concurrency}"] if self.max_concurrency is not None else []
+        if self.rate_limit is not None:
+            limits.append(f"{self.rate_limit} per window")
+        return f"{self.queue}/{self.group_key} {', '.join(limits)}"
 
 
 class ClaimLog(models.Model):
     """How many jobs of a rate-limited queue started in a short span (a 600th of its rate
-    window, at least 0.1 s), stamped with the span's end; pruned by the leader."""
+    window, a 60th per key, at least 0.1 s), stamped with the span's end; pruned by the leader. Per budget:
+    the queue's ('') or, when its rate limit applies per key, the group key's."""
 
     id = models.BigAutoField(primary_key=True)
     queue = models.CharField(max_length=128)
+    group_key = models.CharField(max_length=255, db_default="")
     at = models.DateTimeField(db_default=Now())
     count = models.IntegerField()
 
     class Meta:
         db_table = "queue_engine_claimlog"
-        constraints = [models.UniqueConstraint(fields=["queue", "at"], name="qe_claimlog_span")]
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "group_key", "at"], name="qe_claimlog_span")
+        ]
 
     def __str__(self) -> str:
         return f"{self.queue}: {self.count} at {self.at}"

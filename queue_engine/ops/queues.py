@@ -25,10 +25,11 @@ from queue_engine import queue_defaults, sql
 from queue_engine.exceptions import OpsError
 from queue_engine.models import GroupLimit, QueueConfig
 from queue_engine.ops.changes import audit
-from queue_engine.queue_defaults import EDITABLE, LIMITS, MAX_SECONDS
+from queue_engine.queue_defaults import EDITABLE, HANDED_BACK, LIMITS, MAX_SECONDS
 
 __all__ = [
     "EDITABLE",
+    "HANDED_BACK",
     "LIMITS",
     "MAX_SECONDS",
     "check_settings",
@@ -48,8 +49,9 @@ def update_queue_config(name: str, *, actor: Any = None, **fields: Any) -> Queue
     """Change a queue's settings, creating its row if no job used the queue yet.
 
     Fields: paused, max_concurrency, rate_limit, rate_window, lock_duration,
-    group_concurrency (None: no limit) and retain_succeeded, retain_failed,
-    retain_cancelled (seconds). Unchanged values are not audited.
+    group_concurrency (None: no limit), rate_limit_per_key (True: rate_limit is each
+    group key's own budget) and retain_succeeded, retain_failed, retain_cancelled
+    (seconds). Unchanged values are not audited.
     """
     check_settings(name, fields)
     return _update(name, fields, actor, action="queue_config")
@@ -69,45 +71,53 @@ def resume_queue(name: str, *, actor: Any = None) -> QueueConfig:
 def reset_queue_config(name: str, *fields: str, actor: Any = None) -> QueueConfig:
     """Hand fields back to settings: their values become the settings' ones.
 
-    The default is every limit and retention field but not `paused`: handing
-    settings back never pauses or resumes a queue unless the caller names
-    "paused". The fields leave `edited_fields`, so the next worker start sets them again.
+    The default is every limit, rate_limit_per_key and retention field but not
+    `paused`: handing settings back never pauses or resumes a queue unless the caller
+    names "paused". The fields leave `edited_fields`, so the next worker start sets them again.
     """
     check_settings(name, dict.fromkeys(fields, None), values=False)
-    return _update(name, {}, actor, action="queue_config_reset", reset=fields or tuple(LIMITS))
+    return _update(name, {}, actor, action="queue_config_reset", reset=fields or HANDED_BACK)
 
 
 def set_group_limit(
-    queue: str, group_key: str, max_concurrency: int | None, *, actor: Any = None
+    queue: str,
+    group_key: str,
+    max_concurrency: int | None,
+    *,
+    rate_limit: int | None = None,
+    actor: Any = None,
 ) -> GroupLimit | None:
-    """Cap how many jobs of one group key run at once, over the queue's group_concurrency.
+    """Give one group key its own limits: `max_concurrency` caps how many of its jobs run
+    at once, over the queue's group_concurrency; `rate_limit` is its own budget of starts
+    per rate window, over the queue's rate_limit, where the queue's rate limit applies
+    per key (rate_limit_per_key).
 
-    0 holds the key: none of its jobs start until the override changes. None removes
-    the override: the key falls back to the queue's limit.
+    A max_concurrency of 0 holds the key: none of its jobs start until the override
+    changes. None keeps the queue's value; with both None the key's row goes.
     The claim reads the row by exact (queue, group_key), as written here.
     """
     problem = queue_defaults.name_problem(queue) or group_limit_problem(
-        queue, group_key, max_concurrency
+        queue, group_key, max_concurrency, rate_limit
     )
     if problem:
         raise OpsError(problem)
-    new = max_concurrency
+    new = {"max_concurrency": max_concurrency, "rate_limit": rate_limit}
     with transaction.atomic():
         current = (
             GroupLimit.objects.select_for_update().filter(queue=queue, group_key=group_key).first()
         )
-        old = current.max_concurrency if current else None
+        old = {f: getattr(current, f) if current else None for f in new}
         if old == new:
             return current
-        if new is None:
+        if max_concurrency is None and rate_limit is None:
             GroupLimit.objects.filter(queue=queue, group_key=group_key).delete()
             current = None
         else:
             current, _ = GroupLimit.objects.update_or_create(
-                queue=queue, group_key=group_key, defaults={"max_concurrency": new}
+                queue=queue, group_key=group_key, defaults=new
             )
         with connection.cursor() as cursor:
-            cursor.execute(sql.NOTIFY_QUEUES, [[queue]])  # a looser cap may free waiting jobs
+            cursor.execute(sql.NOTIFY_QUEUES, [[queue]])  # a looser limit may free waiting jobs
             cursor.execute(sql.NOTIFY_EVENT, [json.dumps({"type": "queue", "queues": [queue]})])
         audit(
             actor,
@@ -116,12 +126,14 @@ def set_group_limit(
             queue,
             1,
             group_key=group_key,
-            changes={"max_concurrency": [old, new]},
+            changes={f: [old[f], new[f]] for f in new if old[f] != new[f]},
         )
     return current
 
 
-def group_limit_problem(queue: str, key: object, limit: object) -> str | None:
+def group_limit_problem(
+    queue: str, key: object, limit: object, rate_limit: object = None
+) -> str | None:
     if not isinstance(key, str) or not 0 < len(key) <= 255:
         return f"Cannot set a group limit on queue {queue!r}: a group key has 1 to 255 characters."
     if limit is not None and (
@@ -130,6 +142,16 @@ def group_limit_problem(queue: str, key: object, limit: object) -> str | None:
         return (
             f"Cannot set the limit of group {key!r} on queue {queue!r}: it must be a whole number "
             f"from 0 (hold the group) to {MAX_SECONDS}, or None to remove it, not {limit!r}."
+        )
+    if rate_limit is not None and (
+        isinstance(rate_limit, bool)
+        or not isinstance(rate_limit, int)
+        or not 1 <= rate_limit <= MAX_SECONDS
+    ):
+        return (
+            f"Cannot set the rate limit of group {key!r} on queue {queue!r}: it must be a whole "
+            f"number from 1 to {MAX_SECONDS} (starts per rate window), or None for the "
+            f"queue's, not {rate_limit!r}."
         )
     return None
 
@@ -161,9 +183,11 @@ def declare_configured() -> dict[str, list[str]]:
 def declare_after_migrate(using: str = DEFAULT_DB_ALIAS, apps: Any = None, **kwargs: Any) -> None:
     """post_migrate (sent by migrate and flush): declare the settings if our tables exist."""
     try:
-        (apps or global_apps).get_model("queue_engine", "QueueDefaults")
-    except LookupError:  # migrated to before 0009, or back to zero
+        model = (apps or global_apps).get_model("queue_engine", "QueueDefaults")
+    except LookupError:  # migrated back to zero
         return
+    if not set(EDITABLE) <= {f.name for f in model._meta.get_fields()}:
+        return  # migrated back before a setting's column: the next migrate declares them
     if using == DEFAULT_DB_ALIAS:
         changed = declare_configured()
         if changed:

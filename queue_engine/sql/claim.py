@@ -23,11 +23,11 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 #   the UPDATE, and each counts the others' committed claims. A queue with group caps
 #   alone takes turns too: try-locking its keys one by one instead would leave the
 #   second of two claimers ranking the same head of the queue with no room on any key.
-# - Keys already at their cap (counted without a lock, in q.full_keys) are passed over
-#   when candidates are read: a busy key's backlog would otherwise fill every claim's
-#   candidates and starve the other keys. Their waiting jobs are still walked in the
-#   claim index, so a backlog of millions on one capped key makes claims of its queue
-#   slower, never stuck.
+# - Keys already at their cap or out of their own rate budget (counted without a lock,
+#   in q.full_keys) are passed over when candidates are read: a busy key's backlog
+#   would otherwise fill every claim's candidates and starve the other keys. Their
+#   waiting jobs are still walked in the claim index, so a backlog of millions on one
+#   capped key makes claims of its queue slower, never stuck.
 # - The labels test is written so the planner sees that most jobs require none.
 # - Suspects (jobs rescued at least twice) are claimed only by a
 #   claim `alone`, which a worker sends with a limit of 1 when nothing else of its
@@ -41,8 +41,7 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 _FILTERS = """(labels = '{}' OR labels <@ %(labels)s::varchar[])
                    -- Suspects only in a claim alone (see above), which takes nothing else.
                    AND (rescues >= 2) = %(alone)s
-                   AND (q.full_keys IS NULL OR group_key IS NULL
-                        OR group_key <> ALL(q.full_keys))
+                   AND (q.full_keys IS NULL OR COALESCE(group_key, '') <> ALL(q.full_keys))
                    AND (p.kinds IS NULL OR kind <> ALL(p.kinds))"""
 
 # A priority above any job's (the qe_job_priority_range check): a floor there starts the
@@ -74,7 +73,7 @@ WITH floors AS (
     SELECT array_agg(kind) AS kinds FROM queue_engine_kindcontrol WHERE paused
 ), q AS (
     SELECT c.name, c.lock_duration, c.group_concurrency, c.rate_limit, c.max_concurrency,
-           c.rate_window, k.grouped,
+           c.rate_window, c.rate_limit_per_key, k.grouped,
 {full_keys} AS full_keys,
            (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL OR k.grouped) AS limited,
            -- No floor (a priority above any job's, so the scan below the floor's
@@ -88,12 +87,13 @@ WITH floors AS (
 {room_guess} AS room_guess
       FROM configs c
      CROSS JOIN LATERAL (
-           SELECT c.group_concurrency IS NOT NULL OR EXISTS (
+           SELECT c.group_concurrency IS NOT NULL OR c.rate_limit_per_key OR EXISTS (
                       SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name)
                   AS grouped) k
       LEFT JOIN floors f ON f.queue = c.name
 ), candidates AS (
-    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.limited, q.room_guess
+    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.limited, q.room_guess,
+           q.rate_limit_per_key
       FROM q CROSS JOIN paused p CROSS JOIN LATERAL (
             -- The floor's priority past the floor, then the lower priorities: two
             -- walks of the claim index, each from where its range starts. Only the
@@ -146,7 +146,16 @@ _FULL_KEYS = """
                     WHERE r.running >= COALESCE(g.max_concurrency, c.group_concurrency)
                    UNION  -- keys held at 0, which run nothing
                    SELECT g.group_key FROM queue_engine_grouplimit g
-                    WHERE g.queue = c.name AND g.max_concurrency = 0) f)
+                    WHERE g.queue = c.name AND g.max_concurrency = 0
+                   UNION  -- keys ('' for jobs without one) that spent their own budget
+                   SELECT l.group_key
+                     FROM queue_engine_claimlog l
+                     LEFT JOIN queue_engine_grouplimit g
+                       ON g.queue = c.name AND g.group_key = l.group_key
+                    WHERE c.rate_limit_per_key AND l.queue = c.name
+                      AND l.at > now() - make_interval(secs => c.rate_window)
+                    GROUP BY l.group_key, g.rate_limit
+                   HAVING sum(l.count) >= COALESCE(g.rate_limit, c.rate_limit)) f)
            END"""
 
 _ROOM_GUESS = """
@@ -156,7 +165,8 @@ _ROOM_GUESS = """
                CASE WHEN c.max_concurrency IS NOT NULL THEN c.max_concurrency - (
                    SELECT count(*) FROM queue_engine_job r
                     WHERE r.state = 'running' AND r.queue = c.name) END,
-               CASE WHEN c.rate_limit IS NOT NULL THEN c.rate_limit - (
+               CASE WHEN c.rate_limit IS NOT NULL AND NOT c.rate_limit_per_key
+                    THEN c.rate_limit - (
                    SELECT COALESCE(sum(l.count), 0) FROM queue_engine_claimlog l
                     WHERE l.queue = c.name
                       AND l.at > now() - make_interval(secs => c.rate_window)) END
@@ -194,8 +204,13 @@ _PICK_LIMITED = """
            COALESCE(array_agg(queue), '{}') AS queues,
            COALESCE(array_agg(group_key), '{}') AS keys,
            COALESCE(array_agg(group_concurrency), '{}') AS defaults
-      FROM (SELECT DISTINCT queue, group_key, group_concurrency FROM candidates
-             WHERE grouped AND group_key IS NOT NULL) d
+      -- Jobs without a key count as key '' where the rate limit applies per key (one
+      -- budget they share; no cap).
+      FROM (SELECT DISTINCT queue, COALESCE(group_key, '') AS group_key,
+                   CASE WHEN group_key IS NOT NULL THEN group_concurrency END
+                   AS group_concurrency
+              FROM candidates
+             WHERE grouped AND (group_key IS NOT NULL OR rate_limit_per_key)) d
 ), rooms AS (
     -- The limited queues' rooms (a row with no key) and their keys': taken only now,
     -- with the candidates read and ranked, so that claimers of a limited queue wait for
@@ -209,8 +224,9 @@ _PICK_LIMITED = """
            row_number() OVER (PARTITION BY r.queue
                               ORDER BY r.priority DESC, r.run_at, r.id) AS nth_in_queue
       FROM ranked r
-      LEFT JOIN rooms g ON g.queue = r.queue AND g.group_key = r.group_key
-     WHERE NOT r.grouped OR r.group_key IS NULL OR r.nth_in_group <= g.room
+      LEFT JOIN rooms g ON g.queue = r.queue AND g.group_key = COALESCE(r.group_key, '')
+     WHERE NOT r.grouped OR (r.group_key IS NULL AND NOT r.rate_limit_per_key)
+        OR r.nth_in_group <= g.room
 ), picked AS (
     SELECT e.id FROM eligible e
       LEFT JOIN rooms l ON l.queue = e.queue AND l.group_key IS NULL
@@ -265,16 +281,31 @@ _LOGGED_HELD = """
     -- however many claims fell in it (with a row per claim, each sum would read every
     -- claim of the window, twice a claim, at any rate). A span reaching
     -- into the window counts whole: the limit errs by at most one span, towards fewer
-    -- starts.
-    INSERT INTO queue_engine_claimlog AS l (queue, at, count)
-    SELECT claimed.queue,
-           to_timestamp(((floor(extract(epoch FROM now()) / s.span) + 1) * s.span)::float8),
+    -- starts. The span is the one holding the latest clock read as the claimed rows
+    -- arrive, each after its UPDATE, so the stamp is later than every start it counts;
+    -- not now(): the claim's transaction may have begun well before, waiting for the
+    -- queue's lock, and a stamp earlier than a start lets that start out of the window
+    -- too soon (the proof is at queue_engine_limited_rooms, schema/claim.sql).
+    -- Under the key's own budget where the rate limit applies per key, else the
+    -- queue's ('').
+    INSERT INTO queue_engine_claimlog AS l (queue, group_key, at, count)
+    SELECT claimed.queue, b.budget,
+           to_timestamp(
+               ((floor(extract(epoch FROM max(clock_timestamp())) / s.span) + 1) * s.span)::float8
+           ),
            count(*)
       FROM claimed JOIN q ON q.name = claimed.queue
-     CROSS JOIN LATERAL (SELECT GREATEST(q.rate_window / 600.0, 0.1) AS span) s
-     WHERE q.rate_limit IS NOT NULL
-     GROUP BY claimed.queue, s.span
-        ON CONFLICT (queue, at) DO UPDATE SET count = l.count + EXCLUDED.count
+      JOIN candidates c ON c.id = claimed.id
+     -- Per key, spans of a 60th: each claim of the queue sums every key's window to
+     -- find the keys out of budget (q.full_keys), and that read grows with the keys.
+     CROSS JOIN LATERAL (
+           SELECT GREATEST(q.rate_window / CASE WHEN q.rate_limit_per_key THEN 60.0
+                                                ELSE 600.0 END, 0.1) AS span) s
+     CROSS JOIN LATERAL (SELECT CASE WHEN q.rate_limit_per_key THEN COALESCE(c.group_key, '')
+                                     ELSE '' END AS budget) b
+     WHERE q.rate_limit IS NOT NULL OR q.rate_limit_per_key
+     GROUP BY claimed.queue, b.budget, s.span
+        ON CONFLICT (queue, group_key, at) DO UPDATE SET count = l.count + EXCLUDED.count
 ), held AS (
     -- Queues this claim read candidates of and left some (a cap, a busy key's room, the
     -- rate limit) while it took fewer jobs than it wanted. The worker claims again soon
@@ -286,6 +317,20 @@ _LOGGED_HELD = """
      WHERE (SELECT count(*) FROM picked) < %(limit)s
        AND c.id <> ALL(ARRAY(SELECT id FROM picked))
      GROUP BY c.queue
+), rate_waits AS (
+    -- Rate-limited queues whose limits this claim met while it took fewer jobs than it
+    -- wanted (candidates left, keys passed over, no room guessed): how long until the
+    -- oldest span of their window leaves it, when room may come back. The worker claims
+    -- again then (worker/lanes.py), or at its next poll if that comes first.
+    SELECT q.name,
+           ceil(1000 * extract(epoch FROM min(l.at) + make_interval(secs => q.rate_window)
+                                          - clock_timestamp()))::int AS wait_ms
+      FROM q JOIN queue_engine_claimlog l ON l.queue = q.name
+     WHERE (q.rate_limit IS NOT NULL OR q.rate_limit_per_key)
+       AND (SELECT count(*) FROM picked) < %(limit)s
+       AND (q.room_guess = 0 OR q.full_keys IS NOT NULL OR q.name IN (SELECT queue FROM held))
+       AND l.at > clock_timestamp() - make_interval(secs => q.rate_window)
+     GROUP BY q.name, q.rate_window
 """
 
 _MARKERS = """
@@ -315,6 +360,9 @@ SELECT * FROM claimed
 _HELD_ROWS = """
 SELECT NULL, 'held', h.queue, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM held h
+ UNION ALL  -- the milliseconds to wait in the attempt's place
+SELECT NULL, 'rate', r.name, NULL, r.wait_ms, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM rate_waits r
  UNION ALL"""
 
 _MARKER_ROWS = """

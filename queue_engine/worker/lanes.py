@@ -203,6 +203,7 @@ class Lanes:
                     if self.serial_claims:
                         self.shared.wakeup.set()  # the other lane may claim now
             markers = {row[1] for row in rows if row[0] is None}  # sql.CLAIM's markers
+            rate_waits = [row[4] / 1000 for row in rows if row[0] is None and row[1] == "rate"]
             if markers:
                 rows = [row for row in rows if row[0] is not None]
             if settle_only:
@@ -222,7 +223,7 @@ class Lanes:
                 if self.shared.maybe_more:
                     self.shared.wakeup.set()  # the other lane claims beside this one
                 self.serial_claims = "limited" in markers
-                self._held_back("held" in markers, bool(rows))
+                self._held_back("held" in markers, bool(rows), min(rate_waits, default=None))
                 if alone:
                     self.suspects_waiting = False
                     self.quarantined = bool(rows)
@@ -256,21 +257,23 @@ class Lanes:
                 return 1, True
         return want, False
 
-    def _held_back(self, held: bool, claimed: bool) -> None:
-        """After a claim: if it left work it could not take, claim again soon."""
+    def _held_back(self, held: bool, claimed: bool, rate_wait: float | None = None) -> None:
+        """After a claim: if it left work it could not take, claim again soon; when a
+        rate limit held it back, when the limit's window next frees room."""
         if self._held_back_timer is not None:
             self._held_back_timer.cancel()
             self._held_back_timer = None
-        if not held:
+        if not held and rate_wait is None:
             self.held_back_delay = None
             return
         if claimed or self.held_back_delay is None:
             self.held_back_delay = HELD_BACK_FIRST
-        else:
+        elif held:
             self.held_back_delay = min(self.held_back_delay * 2, self.options.poll_interval)
-        self._held_back_timer = asyncio.get_running_loop().call_later(
-            self.held_back_delay, self._claim_again
-        )
+        delay = self.held_back_delay if held else self.options.poll_interval
+        if rate_wait is not None:
+            delay = min(delay, max(rate_wait, HELD_BACK_FIRST))
+        self._held_back_timer = asyncio.get_running_loop().call_later(delay, self._claim_again)
 
     def _claim_again(self) -> None:
         self._held_back_timer = None

@@ -26,6 +26,7 @@ from queue_engine.console.views.queues import queue_context
 from queue_engine.exceptions import OpsError
 from queue_engine.models import GroupLimit
 from queue_engine.ops import queues as ops_queues
+from queue_engine.templatetags.queue_engine import duration
 
 
 @dataclass
@@ -106,7 +107,7 @@ def edit_config(request: HttpRequest, name: str) -> HttpResponse:
             name,
             f"Change the configuration of {name}?",
             [
-                Change(FIELDS[f][0], shown(FIELDS[f][1], current[f]), shown(FIELDS[f][1], v))
+                Change(FIELDS[f][0], shown(FIELDS[f][1], current[f], f), shown(FIELDS[f][1], v, f))
                 for f, v in changed.items()
             ],
             action=reverse("queue_engine:queue_config", args=[name]),
@@ -145,7 +146,7 @@ def reset_config(request: HttpRequest, name: str) -> HttpResponse:
             name,
             f"Use the settings for {name}?",
             [
-                Change(label, shown(kind, current[f]), shown(kind, setting[f]))
+                Change(label, shown(kind, current[f], f), shown(kind, setting[f], f))
                 for f, (label, kind) in FIELDS.items()
                 if f in fields
             ],
@@ -163,56 +164,103 @@ def reset_config(request: HttpRequest, name: str) -> HttpResponse:
     )
 
 
+def group_limit_values(
+    name: str, key: str, raw_cap: str, raw_rate: str
+) -> tuple[int | None, int | None, str | None]:
+    """The cap and the rate the group form asks for, or what is wrong with them."""
+    if raw_cap and not COUNT.fullmatch(raw_cap):
+        problem = (
+            "Enter a whole number (0 holds the group: none of its jobs start), "
+            "or nothing to remove the limit."
+        )
+        return None, None, problem
+    if raw_rate and not COUNT.fullmatch(raw_rate):
+        return None, None, "Enter a whole number of starts per rate window, or nothing."
+    cap = int(raw_cap) if raw_cap else None
+    rate = int(raw_rate) if raw_rate else None
+    return cap, rate, ops_queues.group_limit_problem(name, key, cap, rate)
+
+
+def limit_of(value: int | None, fallback: str) -> str:
+    if value == 0:
+        return "held: none of its jobs start"
+    return f"{value} at a time" if value else f"the queue's per-group limit ({fallback})"
+
+
+def rate_of(value: int | None, config: Any) -> str:
+    if value is not None:
+        return f"{value} per {duration(config.rate_window if config else 60)}"
+    if config is None or not config.rate_limit_per_key:
+        return "the queue's (its rate limit is not per key)"
+    return f"the queue's ({shown('count', config.rate_limit)})"
+
+
 @operator_required
 def group_limit(request: HttpRequest, name: str) -> HttpResponse:
     config = queue_context(name)["config"]
     key = request.POST.get("group_key", "")
     raw = request.POST.get("max_concurrency", "").strip()
-    if raw and not COUNT.fullmatch(raw):
-        problem: str | None = (
-            "Enter a whole number (0 holds the group: none of its jobs start), "
-            "or nothing to remove the limit."
-        )
-    else:
-        limit = int(raw) if raw else None
-        problem = ops_queues.group_limit_problem(name, key, limit)
+    raw_rate = request.POST.get("rate_limit", "").strip()
+    new, new_rate, problem = group_limit_values(name, key, raw, raw_rate)
     if problem:
         return edit_page(
-            request, name, group_error=problem, group_key=key, group_value=raw, open_group=True
+            request,
+            name,
+            group_error=problem,
+            group_key=key,
+            group_value=raw,
+            group_rate=raw_rate,
+            open_group=True,
         )
-    new = limit
     old = GroupLimit.objects.filter(queue=name, group_key=key).first()
     old_limit = old.max_concurrency if old else None
+    old_rate = old.rate_limit if old else None
     back = reverse("queue_engine:queue", args=[name])
-    if old_limit == new:
+    if (old_limit, old_rate) == (new, new_rate):
         messages.info(request, f"Nothing changed: group {key} of {name} already has that limit.")
         return redirect(back)
     if request.POST.get("confirm") != "yes":
         fallback = shown("count", config.group_concurrency if config else None)
-
-        def limit_of(value: int | None) -> str:
-            if value == 0:
-                return "held: none of its jobs start"
-            return f"{value} at a time" if value else f"the queue's per-group limit ({fallback})"
-
-        verb = "Remove the limit on" if new is None else ("Hold" if new == 0 else "Limit")
+        gone = new is None and new_rate is None
+        verb = "Remove the limit on" if gone else ("Hold" if new == 0 else "Limit")
+        changes = []
+        if old_limit != new:
+            changes.append(
+                Change(f"Group {key}", limit_of(old_limit, fallback), limit_of(new, fallback))
+            )
+        if old_rate != new_rate:
+            changes.append(
+                Change(f"Group {key}: rate", rate_of(old_rate, config), rate_of(new_rate, config))
+            )
         return confirm_page(
             request,
             name,
             f"{verb} group {key} of {name}?",
-            [Change(f"Group {key}", limit_of(old_limit), limit_of(new))],
+            changes,
             action=reverse("queue_engine:queue_group_limit", args=[name]),
-            fields=[("group_key", key), ("max_concurrency", "" if new is None else str(new))],
+            fields=[
+                ("group_key", key),
+                ("max_concurrency", "" if new is None else str(new)),
+                ("rate_limit", "" if new_rate is None else str(new_rate)),
+            ],
             explain="Workers apply it from their next claim; running jobs are not stopped.",
         )
-    done = (
-        "removed"
-        if new is None
-        else ("held: none of its jobs start" if new == 0 else f"set to {new} at a time")
-    )
+    if new is None and new_rate is None:
+        done = "removed"
+    elif new == 0:
+        done = "held: none of its jobs start"
+    else:
+        done = "set to " + ", ".join(
+            said
+            for said in (
+                None if new is None else f"{new} at a time",
+                None if new_rate is None else rate_of(new_rate, config),
+            )
+            if said
+        )
     return applied(
         request,
         back,
-        lambda: ops_queues.set_group_limit(name, key, new, actor=request.user),
+        lambda: ops_queues.set_group_limit(name, key, new, rate_limit=new_rate, actor=request.user),
         f"Limit of group {key} in queue {name} {done}.",
     )

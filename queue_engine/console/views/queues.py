@@ -66,7 +66,8 @@ class QueueRow:
         if config.max_concurrency is not None:
             said.append(f"{config.max_concurrency} at a time")
         if config.rate_limit is not None:
-            said.append(f"{config.rate_limit} per {duration(config.rate_window)}")
+            per_key = " per key" if config.rate_limit_per_key else ""
+            said.append(f"{config.rate_limit} per {duration(config.rate_window)}{per_key}")
         if config.group_concurrency is not None:
             said.append(f"{config.group_concurrency} per group")
         return said
