@@ -38,3 +38,13 @@ SELECT k.group_key, k.waiting, k.running, k.started,
  ORDER BY k.waiting + k.running DESC, k.started DESC, k.group_key
  LIMIT %(limit)s
 """
+
+
+# The starts these keys of a queue logged in its rate window (sql.CLAIM's log, per key
+# when the queue's rate limit applies per key): what each has used of its budget.
+KEYS_RATE_USED = """
+SELECT l.group_key, sum(l.count)::bigint FROM queue_engine_claimlog l
+ WHERE l.queue = %(queue)s AND l.group_key = ANY(%(keys)s::varchar[])
+   AND l.at > now() - make_interval(secs => %(window)s)
+ GROUP BY l.group_key
+"""

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from queue_engine import reads
-from queue_engine.models import GroupLimit, Job, QueueConfig
+from queue_engine.models import ClaimLog, GroupLimit, Job, QueueConfig
 from tests.support.history import history_row
 
 pytestmark = pytest.mark.django_db
@@ -72,3 +72,29 @@ def test_a_queue_without_keys_says_so_and_a_long_list_says_it_shows_the_first(
     assert (len(keys.keys), keys.total) == (reads.KEYS_SHOWN, reads.KEYS_SHOWN + 3)
     page = viewer.get(reverse("queue_engine:queue", args=["tenants"])).content.decode()
     assert f"busiest first, the first {reads.KEYS_SHOWN}." in page
+
+
+def test_with_a_rate_limit_per_key_each_key_shows_what_it_may_still_start(viewer: Any) -> None:
+    QueueConfig.objects.update_or_create(
+        name="tenants",
+        defaults={"rate_limit": 10, "rate_window": 60, "rate_limit_per_key": True},
+    )
+    GroupLimit.objects.create(queue="tenants", group_key="globex", rate_limit=3)
+    job("acme", "available")
+    job("globex", "available")
+    job("initech", "available")
+    now = timezone.now()
+    ClaimLog.objects.create(queue="tenants", group_key="acme", at=now, count=4)
+    ClaimLog.objects.create(queue="tenants", group_key="globex", at=now, count=5)
+    ClaimLog.objects.create(queue="tenants", group_key="acme", at=now - timedelta(hours=1), count=9)
+
+    keys = {k.key: k for k in reads.queue_keys("tenants").keys}
+
+    assert [(k.rate, k.rate_used, k.rate_left) for k in keys.values()] == [
+        (10, 4, 6),
+        (3, 5, 0),
+        (10, 0, 10),
+    ]
+    page = viewer.get(reverse("queue_engine:queue", args=["tenants"])).content.decode()
+    assert "Rate budget left" in page
+    assert re.search(r"6 <span class=\"muted\">of 10 per 1 min", page)
