@@ -194,11 +194,12 @@ class Fleet:
                     proc.wait(timeout)
                 except subprocess.TimeoutExpired:
                     log(f"runworker (pid {proc.pid}) ignored SIGTERM for {timeout}s: killing it")
-            # Workers of a supervisor that died first are in the same process group.
+        finally:
+            # Even when the wait was cut short (a deadline, an interrupt). Workers of a
+            # supervisor that died first are in the same process group.
             with suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        finally:
             self.proc = None
             if self.log_path is not None:
                 self.log_path.unlink(missing_ok=True)
