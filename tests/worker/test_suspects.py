@@ -7,8 +7,9 @@ import os
 import signal
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
+from queue_engine import sql
 from queue_engine.models import Job, JobRecord, WorkerProcess
 from tests.support import jobs
 from tests.support.workers import Workers, wait_for
@@ -44,15 +45,26 @@ def holders(workers: Workers) -> list[int]:
     return [i for i, log in enumerate(workers.logs) if EMPTIES in log.read_text(errors="replace")]
 
 
+def right_held(queue: str) -> bool:
+    """Whether a worker holds `queue`'s right to run its suspects (sql.TRY_SUSPECT_RIGHTS)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT hashtextextended(%s, 0)", [f"queue_engine.suspects:{queue}"])
+        key = cursor.fetchone()[0] & 0xFFFF_FFFF_FFFF_FFFF
+        cursor.execute(sql.LEADER_LOCK_HELD, {"high": key >> 32, "low": key & 0xFFFF_FFFF})
+        return bool(cursor.fetchone()[0])
+
+
 def test_a_suspect_empties_one_worker_while_the_others_keep_claiming(workers: Workers) -> None:
     names = ["w0", "w1", "w2"]
     start_fleet(workers, names)
     backlog = jobs.async_sleeper.enqueue_many([{"seconds": 0.3}] * 150)
 
     suspect = enqueue_suspect()
+    wait_for(lambda: right_held("slow"), message="a worker to take the queue's right")
     ran = wait_for(
         lambda: JobRecord.objects.filter(pk=suspect.id).first(), timeout=30, message="the suspect"
     )
+    wait_for(lambda: not right_held("slow"), message="the right to be let go")
 
     assert (ran.state, ran.rescues) == ("succeeded", 2)
     holder = ran.worker
