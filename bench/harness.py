@@ -38,7 +38,7 @@ from psycopg import sql
 
 from bench import baseline
 from bench.charts import series_section, soak_section
-from bench.deadline import DEADLINE, Overdue
+from bench.deadline import DEADLINE, GRACE, Overdue
 from bench.deadline import deadline as deadline_of
 
 BENCH_DB = os.environ.get("JOBSITE_BENCH_DB", "jobsite_bench")
@@ -322,26 +322,29 @@ def run_scenario(
     env: BenchEnv,
     *,
     deadline: float = DEADLINE,
+    grace: float = GRACE,
 ) -> list[Result]:
-    """Run one scenario, for at most `deadline` seconds (env.deadline, if set, instead);
-    print its rows and return them."""
+    """Run one scenario, for at most `deadline` seconds (env.deadline, if set, instead),
+    and `grace` more to stop its workers; print its rows and return them."""
     seconds = env.deadline or deadline
     log(f"running {name} (deadline {seconds:g} s) ...")
     started = timer()
     env.kept = []
+
+    def overdue(why: str) -> list[Result]:
+        log(f"{name} {why} after {started():.1f} s: reporting what it has")
+        error = {"scenario": name, "error": f"overdue: {why}", "partial": True}
+        return [*({**row, "partial": True} for row in env.kept), error]
+
+    def hung() -> None:
+        for row in overdue(f"did not stop within {grace:g} s of its deadline ({seconds:g} s)"):
+            print(json.dumps(row), flush=True)
+
     try:
-        with deadline_of(seconds):
+        with deadline_of(seconds, last_resort=hung, grace=grace):
             rows = scenario(env)
     except Overdue:
-        log(f"{name} overdue after {started():.1f} s: reporting what it has")
-        rows = [{**row, "partial": True} for row in env.kept]
-        rows.append(
-            {
-                "scenario": name,
-                "error": f"overdue: stopped at its deadline of {seconds:g} s",
-                "partial": True,
-            }
-        )
+        rows = overdue(f"stopped at its deadline of {seconds:g} s")
     except Exception as exc:
         traceback.print_exc()
         rows = [{"scenario": name, "error": f"{type(exc).__name__}: {exc}"}]

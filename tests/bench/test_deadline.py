@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from bench.harness import BenchEnv, Result, run_scenario
-from tests.support.workers import database_url_for_tests, production_environ
+from tests.support.workers import database_url_for_tests, production_environ, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,6 +56,56 @@ def test_a_scenario_that_ends_in_time_is_not_interrupted_later() -> None:
     time.sleep(0.5)  # past the deadline: nothing goes off
 
     assert rows == [{"scenario": "quick", "value": 2.0}]
+
+
+# A bench whose scenario hangs on its way out too: it started a process group (a fleet)
+# and its cleanup never ends.
+HANGS_ON_THE_WAY_OUT = """
+import subprocess, sys, time
+from bench.deadline import process_groups
+from bench.harness import BenchEnv, run_scenario
+
+def stuck(env):
+    fleet = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    process_groups.add(fleet.pid)
+    print(fleet.pid, file=sys.stderr, flush=True)
+    env.keep({"scenario": "stuck", "value": 1.0})
+    try:
+        while True:
+            time.sleep(1)
+    finally:
+        while True:  # a fleet that never stops
+            time.sleep(1)
+
+run_scenario("stuck", stuck, BenchEnv(conninfo="", settings={}), deadline=0.5, grace=1.0)
+"""
+
+
+def test_a_scenario_that_hangs_on_its_way_out_is_ended_with_its_processes() -> None:
+    started = time.monotonic()
+
+    done = subprocess.run(
+        [sys.executable, "-c", HANGS_ON_THE_WAY_OUT],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+    assert time.monotonic() - started < 10
+    assert done.returncode == 1
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert rows == [
+        {"scenario": "stuck", "value": 1.0, "partial": True},
+        {
+            "scenario": "stuck",
+            "error": "overdue: did not stop within 1 s of its deadline (0.5 s)",
+            "partial": True,
+        },
+    ]
+    [fleet] = [int(line) for line in done.stderr.splitlines() if line.isdigit()]
+    wait_for(lambda: not alive(fleet), timeout=5, message="the fleet to be killed")
 
 
 def children(pid: int) -> list[int]:
