@@ -86,7 +86,9 @@ class Lanes:
         # otherwise, claims take turns.
         self.serial_claims = True
         # Suspects run alone, on the one worker that holds their queue's right.
-        self.quarantine = Quarantine(options.conninfo, options.poll_interval)
+        self.quarantine = Quarantine(
+            options.conninfo, options.poll_interval, wake=self.shared.wakeup.set
+        )
         self.claiming = 0  # claims on their way
         self.backlog = False  # whether the last claim came back full
         self.freed_meanwhile = 0  # settles sent while a claim was on its way
@@ -122,7 +124,7 @@ class Lanes:
             if self.stopping:
                 if self.deadline is None:
                     self.deadline = time.monotonic() + self.options.shutdown_timeout
-                    await self.quarantine.let_go()  # another worker runs the suspects
+                    self.quarantine.let_go()  # another worker runs the suspects
                 if not self.shared.inflight and not self.shared.outcomes and not self.reserved:
                     self._finish()
                     return
@@ -238,9 +240,9 @@ class Lanes:
             for row in rows:
                 self._start(row, token)
             if alone is not None:
-                await self.quarantine.claimed_alone(rows)
+                self.quarantine.claimed_alone(rows)
             elif "suspects" in markers:
-                await self.quarantine.seen(r[2] for r in marker_rows if r[1] == "suspects")
+                self.quarantine.seen(r[2] for r in marker_rows if r[1] == "suspects")
             if rows:
                 await asyncio.sleep(0)  # let quick handlers finish: their settle joins this batch
 
