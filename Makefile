@@ -87,7 +87,8 @@ docs: install
 
 bench: install db-start
 	$(PY) -m bench $(SCENARIO) $(if $(REPEATS),--repeats $(REPEATS)) \
-		$(if $(DURATION),--duration $(DURATION)) $(if $(RATE),--rate $(RATE))
+		$(if $(DURATION),--duration $(DURATION)) $(if $(RATE),--rate $(RATE)) \
+		$(if $(DEADLINE),--deadline $(DEADLINE))
 
 clean:
 	rm -rf $(VENV) .data bench/reports site

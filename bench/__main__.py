@@ -38,6 +38,13 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="jobs per second a load scenario's producer enqueues (default: the scenario's own)",
     )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help="seconds each scenario may run before it is stopped and reports what it has "
+        "(default: the scenario's own, else one hour)",
+    )
     parser.add_argument("--list", action="store_true", help="print the scenario names and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -57,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--duration must be a positive number of seconds")
     if args.rate is not None and args.rate <= 0:
         parser.error("--rate must be a positive number of jobs per second")
+    if args.deadline is not None and args.deadline <= 0:
+        parser.error("--deadline must be a positive number of seconds")
 
     from bench.harness import run
 
@@ -68,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         repeats=args.repeats,
         duration=args.duration,
         rate=args.rate,
+        deadline=args.deadline,
     )
 
 

@@ -16,15 +16,20 @@ machine, so a scenario can put them beside its per-second series.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
+import tempfile
 import time
-from dataclasses import dataclass, field
+from contextlib import suppress
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 SAMPLE = 1.0  # seconds between samples
+# How long stop() waits for the sampler to end, then for it to heed SIGTERM, then SIGKILL.
+STOP_PATIENCE = 2.0
 TICKS = os.sysconf("SC_CLK_TCK")
 GROUPS = ("postgres", "workers", "producer", "other")
 # The columns a sample adds to a per-second series.
@@ -45,34 +50,48 @@ class CpuSampler:
     """Samples between start() and stop(), in a process of its own: reading every
     process's counters takes a couple of milliseconds, which in a thread of the bench
     would hold the producer's GIL once a second. `rows()` gives each interval's figures
-    with the wall-clock time of its middle."""
+    with the wall-clock time of its middle.
+
+    The sampler appends each reading to a file as it takes it, and stops when a message
+    (or the end of the bench) reaches its pipe: stop() never waits on the sampler for
+    more than STOP_PATIENCE, and keeps the readings of a sampler that died. (A
+    multiprocessing.Event would not do: its set() waits for every process asleep on it
+    to wake, for ever if one died asleep.)"""
 
     readings: list[Reading] = field(default_factory=list)
     _process: Any = None
-    _stop: Any = None
-    _receive: Any = None
+    _control: Any = None
+    _path: Path | None = None
 
     def start(self) -> CpuSampler:
         context = multiprocessing.get_context("spawn")
-        self._stop = context.Event()
-        self._receive, send = context.Pipe(duplex=False)
+        fd, name = tempfile.mkstemp(prefix="bench-cpu-", suffix=".jsonl")
+        os.close(fd)
+        self._path = Path(name)
+        receive, self._control = context.Pipe(duplex=False)
         self._process = context.Process(
-            target=_sample, args=(send, self._stop, os.getpid()), name="cpu-sampler", daemon=True
+            target=_sample, args=(name, receive, os.getpid()), name="cpu-sampler", daemon=True
         )
         self._process.start()
-        send.close()
+        receive.close()
         return self
 
     def stop(self) -> None:
-        if self._process is None:
+        process = self._process
+        if process is None:
             return
-        self._stop.set()
-        try:
-            self.readings = self._receive.recv()
-        except EOFError:  # the sampler died: the run has no CPU figures
-            self.readings = []
-        self._process.join()
         self._process = None
+        with suppress(OSError):  # a dead sampler's end of the pipe is closed
+            self._control.send("stop")
+        self._control.close()
+        process.join(STOP_PATIENCE)
+        if process.is_alive():
+            process.terminate()
+            process.join(STOP_PATIENCE)
+        if process.is_alive():
+            process.kill()
+            process.join(STOP_PATIENCE)
+        self.readings = _load(self._path) if self._path is not None else []
 
     def rows(self) -> list[tuple[datetime, dict[str, float]]]:
         out = []
@@ -95,15 +114,29 @@ class CpuSampler:
         return out
 
 
-def _sample(send: Any, stop: Any, producer: int) -> None:
-    """The sampler process: a reading every SAMPLE seconds until `stop`, then all of them
-    through `send`."""
+def _sample(path: str, control: Any, producer: int) -> None:
+    """The sampler process: a reading every SAMPLE seconds, each appended to `path` as a
+    line of JSON, until a message or the end of the bench reaches `control`."""
     groups: dict[tuple[int, str], str] = {}
-    readings = [_read(groups, producer)]
-    while not stop.wait(SAMPLE):
-        readings.append(_read(groups, producer))
-    send.send(readings)
-    send.close()
+    with open(path, "a", encoding="utf-8") as out:
+        while True:
+            out.write(json.dumps(asdict(_read(groups, producer))) + "\n")
+            out.flush()
+            if control.poll(SAMPLE):  # a message, or EOF: the bench is gone
+                return
+
+
+def _load(path: Path) -> list[Reading]:
+    """The readings a sampler wrote (a last line cut short by its death is left out)."""
+    readings = []
+    with suppress(OSError):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                readings.append(Reading(**json.loads(line)))
+            except (ValueError, TypeError):
+                break
+        path.unlink()
+    return readings
 
 
 def _read(groups: dict[tuple[int, str], str], producer: int) -> Reading:

@@ -8,6 +8,11 @@ A scenario is a module under bench/scenarios/ with `NAME` and `run(env) -> list[
 it times its own work and the baseline's through `env.compare(...)` and turns the
 samples into result rows with `env.result(...)`. The harness prints each row as one
 JSON line on stdout and writes an HTML report to bench/reports/.
+
+Every scenario has a deadline (`--deadline`, else the module's `deadline(env)`, else
+bench.deadline.DEADLINE): past it, the scenario stops its workers and the harness
+reports the rows it kept (`env.keep`) and a row saying it was overdue, all marked
+`"partial": true`. A bench run never hangs.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from psycopg import sql
 
 from bench import baseline
 from bench.charts import series_section, soak_section
+from bench.deadline import DEADLINE, GRACE, Overdue
+from bench.deadline import deadline as deadline_of
 
 BENCH_DB = os.environ.get("JOBSITE_BENCH_DB", "jobsite_bench")
 REPEATS = 3
@@ -61,6 +68,15 @@ class BenchEnv:
     rate: float | None = None
     can_checkpoint: bool = True
     extra_tables: list[str] = field(default_factory=list)
+    # Seconds every scenario may run (--deadline); None: each its own.
+    deadline: float | None = None
+    # Rows the running scenario finished: reported even if it is overdue.
+    kept: list[Result] = field(default_factory=list)
+
+    def keep(self, row: Result) -> Result:
+        """A finished row of the running scenario, reported even if it ends overdue."""
+        self.kept.append(row)
+        return row
 
     def connect(self, *, autocommit: bool = True) -> psycopg.Connection[Any]:
         """A raw psycopg connection to the benchmark database."""
@@ -276,16 +292,22 @@ def run(
     repeats: int = REPEATS,
     duration: float | None = None,
     rate: float | None = None,
+    deadline: float | None = None,
 ) -> int:
     """Run the named scenarios; print results, write the report. Returns the exit status."""
     from bench.scenarios import load
 
     started_at = datetime.now(UTC)
     env = setup(repeats, duration, rate)
+    env.deadline = deadline
     results: list[Result] = []
     failed = 0
     for name in names:
-        rows = run_scenario(name, load(name).run, env)
+        module = load(name)
+        own = getattr(module, "deadline", None)
+        # A scenario with no deadline of its own gets longer for a longer --duration.
+        default = DEADLINE + 2 * env.repeats * (env.duration or 0.0)
+        rows = run_scenario(name, module.run, env, deadline=own(env) if own else default)
         failed += any("error" in row for row in rows)
         results.extend(rows)
     path = write_report(results, {**env.settings, "repeats": env.repeats}, started_at)
@@ -295,12 +317,34 @@ def run(
 
 
 def run_scenario(
-    name: str, scenario: Callable[[BenchEnv], list[Result]], env: BenchEnv
+    name: str,
+    scenario: Callable[[BenchEnv], list[Result]],
+    env: BenchEnv,
+    *,
+    deadline: float = DEADLINE,
+    grace: float = GRACE,
 ) -> list[Result]:
-    log(f"running {name} ...")
+    """Run one scenario, for at most `deadline` seconds (env.deadline, if set, instead),
+    and `grace` more to stop its workers; print its rows and return them."""
+    seconds = env.deadline or deadline
+    log(f"running {name} (deadline {seconds:g} s) ...")
     started = timer()
+    env.kept = []
+
+    def overdue(why: str) -> list[Result]:
+        log(f"{name} {why} after {started():.1f} s: reporting what it has")
+        error = {"scenario": name, "error": f"overdue: {why}", "partial": True}
+        return [*({**row, "partial": True} for row in env.kept), error]
+
+    def hung() -> None:
+        for row in overdue(f"did not stop within {grace:g} s of its deadline ({seconds:g} s)"):
+            print(json.dumps(row), flush=True)
+
     try:
-        rows = scenario(env)
+        with deadline_of(seconds, last_resort=hung, grace=grace):
+            rows = scenario(env)
+    except Overdue:
+        rows = overdue(f"stopped at its deadline of {seconds:g} s")
     except Exception as exc:
         traceback.print_exc()
         rows = [{"scenario": name, "error": f"{type(exc).__name__}: {exc}"}]
@@ -397,6 +441,8 @@ def _result_row(result: Result) -> str:
     cells = []
     for column in COLUMNS:
         value = result["settings"]["n"] if column == "n" else result.get(column)
+        if column == "scenario" and result.get("partial"):
+            value = f"{value} (partial: the scenario was overdue)"
         numeric = isinstance(value, int | float) and not isinstance(value, bool)
         cells.append(f'<td class="{"num" if numeric else ""}">{_e(_text(value))}</td>')
     return f'<tr class="{css}">{"".join(cells)}</tr>'

@@ -32,6 +32,8 @@ from typing import Any
 
 import psycopg
 
+from bench.deadline import process_groups
+
 CHUNK = 65536
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -101,6 +103,7 @@ def relay(target: str, delay_ms: float) -> Iterator[int]:
         text=True,
         start_new_session=True,
     )
+    process_groups.add(proc.pid)  # for the deadline's last resort
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -111,6 +114,7 @@ def relay(target: str, delay_ms: float) -> Iterator[int]:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
         proc.wait()
+        process_groups.discard(proc.pid)
 
 
 def measure_rtt(conninfo: str, n: int = 200) -> float:

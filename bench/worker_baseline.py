@@ -10,7 +10,9 @@ and an `UPDATE ... RETURNING` that records the claim time on the row (`claimed_a
 
 `start()` runs the loop in processes of its own (multiprocessing, spawn: no Django in
 them). They connect, say they are ready, and wait for `go()`, so that connecting and
-importing are never timed. In "drain" mode a process exits when a claim finds nothing;
+importing are never timed. `go()` closes the write end of a pipe the loops wait on:
+a multiprocessing.Event's set() would wait, for good, for a loop that died asleep on
+it. In "drain" mode a process exits when a claim finds nothing;
 in "listen" mode it LISTENs on the table's NOTIFY channel (`bench_wake`, sent by the
 table's insert trigger) between empty claims, until `stop()`.
 """
@@ -21,6 +23,7 @@ import multiprocessing
 import multiprocessing.synchronize
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, Literal
 
@@ -81,7 +84,7 @@ def work(
     finish: Finish = "delete",
     listen: bool = False,
     ready: multiprocessing.synchronize.Event | None = None,
-    go: multiprocessing.synchronize.Event | None = None,
+    go: Connection | None = None,
     stop: multiprocessing.synchronize.Event | None = None,
 ) -> int:
     """The loop. Returns the number of jobs it finished (succeeded) before it ended."""
@@ -97,7 +100,7 @@ def work(
         if ready is not None:
             ready.set()
         if go is not None:
-            go.wait()
+            go.poll(None)  # until the other end closes: nothing is ever sent
         done: list[int] = []
         failed: list[int] = []
         while stop is None or not stop.is_set():
@@ -136,12 +139,12 @@ class Loops:
     """Baseline loop processes, started and ready, waiting for `go()`."""
 
     processes: list[BaseProcess]
-    go_event: multiprocessing.synchronize.Event
+    go_pipe: Connection  # the write end: closing it is the go
     stop_event: multiprocessing.synchronize.Event
     pids: list[int] = field(default_factory=list)
 
     def go(self) -> None:
-        self.go_event.set()
+        self.go_pipe.close()
 
     def alive(self) -> int:
         return sum(p.is_alive() for p in self.processes)
@@ -154,8 +157,8 @@ class Loops:
 
     def stop(self, timeout: float = 10.0) -> None:
         """End the processes: ask, then terminate whatever is left (by pid, our own)."""
-        self.stop_event.set()
-        self.go_event.set()
+        self.stop_event.set()  # never waited on: is_set() only
+        self.go_pipe.close()
         for proc in self.processes:
             proc.join(timeout)
         for proc in self.processes:
@@ -180,10 +183,11 @@ def start(
 ) -> Loops:
     """Start `processes` loops and wait until each is connected and waiting for go()."""
     ctx = multiprocessing.get_context("spawn")
-    go, stop = ctx.Event(), ctx.Event()
+    go, go_pipe = ctx.Pipe(duplex=False)
+    stop = ctx.Event()
     readies = [ctx.Event() for _ in range(processes)]
     procs: list[BaseProcess] = []
-    loops = Loops(procs, go, stop)
+    loops = Loops(procs, go_pipe, stop)
     try:
         for ready in readies:
             options = {

@@ -39,6 +39,7 @@ import psycopg
 
 from bench import baseline, worker_baseline
 from bench.baseline import TABLE
+from bench.deadline import process_groups
 from bench.harness import BenchEnv, Timed, log, timer
 from bench.jobs import ASYNC_KIND, KIND, QUEUE, sample_payloads
 
@@ -144,6 +145,7 @@ class Fleet:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        process_groups.add(self.proc.pid)  # for the deadline's last resort
 
     def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
         """Until every worker has registered and its listener has run LISTEN qe_control."""
@@ -194,11 +196,13 @@ class Fleet:
                     proc.wait(timeout)
                 except subprocess.TimeoutExpired:
                     log(f"runworker (pid {proc.pid}) ignored SIGTERM for {timeout}s: killing it")
-            # Workers of a supervisor that died first are in the same process group.
+        finally:
+            # Even when the wait was cut short (a deadline, an interrupt). Workers of a
+            # supervisor that died first are in the same process group.
             with suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        finally:
+            process_groups.discard(proc.pid)
             self.proc = None
             if self.log_path is not None:
                 self.log_path.unlink(missing_ok=True)

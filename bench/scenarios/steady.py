@@ -44,11 +44,13 @@ from django.db import transaction
 
 from bench.cpu import COLUMNS as CPU_COLUMNS
 from bench.cpu import CpuSampler
+from bench.deadline import Overdue
 from bench.harness import BenchEnv, log, per_second, timer
 from bench.jobs import ASYNC_KIND, QUEUE, async_noop
 from bench.workers import (
     CONCURRENCY,
     COUNT_RECORDS,
+    START_TIMEOUT,
     Fleet,
     configure_queue,
     fill_ours,
@@ -137,6 +139,14 @@ class Run:
     cpu: dict[str, float | None]
 
 
+def deadline(env: BenchEnv) -> float:
+    """Seconds the scenario may take: starting the fleet, the drains that set the rate,
+    and each run with the wait for its last jobs, with room to spare."""
+    duration = env.duration or DURATION
+    drains = 0 if env.rate is not None else env.repeats * 60.0
+    return START_TIMEOUT + drains + 2 * env.repeats * (duration + 60.0) + 120.0
+
+
 def run(env: BenchEnv) -> list[dict[str, Any]]:
     duration = env.duration or DURATION
     with fleet(env, QUEUE, processes=PROCESSES) as workers:
@@ -146,8 +156,16 @@ def run(env: BenchEnv) -> list[dict[str, Any]]:
             ("half_drain", TARGET_P99, TARGET_GAP, rate, how),
             ("low", TARGET_LOW_P99, None, LOW_RATE, "fixed"),
         ):
-            runs = [one_run(env, load_rate, duration) for _ in range(env.repeats)]
-            rows.append(result(env, runs, load, load_how, target_p99, target_gap, drain_rate))
+            runs: list[Run] = []
+            try:
+                for _ in range(env.repeats):
+                    runs.append(one_run(env, load_rate, duration))
+            except Overdue:
+                if runs:  # the runs that ended: the harness marks their row partial
+                    env.keep(result(env, runs, load, load_how, target_p99, target_gap, drain_rate))
+                raise
+            row = result(env, runs, load, load_how, target_p99, target_gap, drain_rate)
+            rows.append(env.keep(row))
         env.truncate()
     return rows
 

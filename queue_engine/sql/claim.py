@@ -340,9 +340,9 @@ _MARKERS = """
     -- (worker/lanes.py, Lanes.serial_claims).
     SELECT q.name FROM q WHERE q.limited
 ), suspects AS (
-    -- Queues where a suspect this worker could run is due: the worker then claims
-    -- nothing more until its jobs have ended, and claims alone (worker/lanes.py,
-    -- Lanes._quarantine). Read through qe_job_suspect, which holds only suspects.
+    -- Queues where a suspect this worker could run is due: if the worker takes the
+    -- queue's right, it claims nothing more until its jobs have ended, and claims
+    -- alone (worker/quarantine.py). Read through qe_job_suspect, which holds only suspects.
     SELECT q.name FROM q
      WHERE NOT %(alone)s AND EXISTS (
            SELECT 1 FROM queue_engine_job s

@@ -119,3 +119,18 @@ LEADER_LOCK_KEY = 7_146_010_351_917_311  # pg_try_advisory_lock key of the leade
 
 # Take the leader's lock if it is free; never waits.
 TRY_LEADER_LOCK = "SELECT pg_try_advisory_lock(%s)"
+
+
+# A queue's right to empty a worker for its suspects (worker/quarantine.py): a session
+# advisory lock, one holder in the fleet per queue, freed when the holder's connection
+# ends. Takes the free ones among the queues given and returns them; never waits.
+TRY_SUSPECT_RIGHTS = """
+SELECT q FROM unnest(%s::text[]) AS t(q)
+ WHERE pg_try_advisory_lock(hashtextextended('queue_engine.suspects:' || q, 0))
+"""
+
+# Let the rights of these queues go (only a holder's own: an unheld one is a warning).
+LET_GO_SUSPECT_RIGHTS = """
+SELECT pg_advisory_unlock(hashtextextended('queue_engine.suspects:' || q, 0))
+  FROM unnest(%s::text[]) AS t(q)
+"""

@@ -18,6 +18,7 @@ from queue_engine.worker.flusher import Output
 from queue_engine.worker.giveback import hand_over
 from queue_engine.worker.logsetup import report_finished
 from queue_engine.worker.options import WorkerOptions
+from queue_engine.worker.quarantine import Quarantine
 from queue_engine.worker.script import Prepared, Script
 from queue_engine.worker.settle import SettleBatch, refused, settle_one_by_one, why_refused
 from queue_engine.worker.shared import Shared
@@ -84,13 +85,10 @@ class Lanes:
         # next one. The other lane settles meanwhile. Until the first claim says
         # otherwise, claims take turns.
         self.serial_claims = True
-        # Quarantine of suspects, jobs rescued at least twice (sql.CLAIM): a suspect may
-        # be what killed its workers, and any job claimed beside it shares its fate.
-        # When a claim reports one due (`suspects`), the worker claims nothing more
-        # until its jobs have ended, then claims one suspect alone, and nothing else
-        # until it has ended (_quarantine).
-        self.suspects_waiting = False
-        self.quarantined = False
+        # Suspects run alone, on the one worker that holds their queue's right.
+        self.quarantine = Quarantine(
+            options.conninfo, options.poll_interval, wake=self.shared.wakeup.set
+        )
         self.claiming = 0  # claims on their way
         self.backlog = False  # whether the last claim came back full
         self.freed_meanwhile = 0  # settles sent while a claim was on its way
@@ -105,7 +103,7 @@ class Lanes:
         return 0 if self.stopping else self.concurrency - len(self.shared.inflight) - self.reserved
 
     def connections(self) -> list[Connection]:
-        return [self.claimer, *self.extra_lanes]
+        return [self.claimer, *self.extra_lanes, self.quarantine.connection]
 
     async def run(self) -> None:
         """Run the claim lanes until the worker stops (or, in burst mode, runs dry).
@@ -126,6 +124,7 @@ class Lanes:
             if self.stopping:
                 if self.deadline is None:
                     self.deadline = time.monotonic() + self.options.shutdown_timeout
+                    self.quarantine.let_go()  # another worker runs the suspects
                 if not self.shared.inflight and not self.shared.outcomes and not self.reserved:
                     self._finish()
                     return
@@ -146,7 +145,8 @@ class Lanes:
                 )
                 else 0
             )
-            want, alone = self._quarantine(want)
+            busy = bool(self.shared.inflight or self.reserved or self.claiming)
+            want, alone = self.quarantine.claim(want, busy=busy, stopping=self.stopping)
             if not self.shared.outcomes and want == 0:
                 if (
                     self.options.burst
@@ -188,7 +188,9 @@ class Lanes:
             # No queue with limits in sight: the settle and the claim share one
             # transaction, the claim sees what the settle made runnable, and it is the
             # plain claim (sql.CLAIM_PLAIN), which reports a queue with limits instead.
-            merged = bool(want) and not self.serial_claims
+            # A claim alone is never merged: the plain claim would pass over its queue if
+            # that queue has limits.
+            merged = bool(want) and not self.serial_claims and alone is None
             if want:
                 self.claiming += 1
             self.reserved += want
@@ -202,8 +204,9 @@ class Lanes:
                     self.claiming -= 1
                     if self.serial_claims:
                         self.shared.wakeup.set()  # the other lane may claim now
-            markers = {row[1] for row in rows if row[0] is None}  # sql.CLAIM's markers
-            rate_waits = [row[4] / 1000 for row in rows if row[0] is None and row[1] == "rate"]
+            marker_rows = [row for row in rows if row[0] is None]  # sql.CLAIM's markers
+            markers = {row[1] for row in marker_rows}
+            rate_waits = [row[4] / 1000 for row in marker_rows if row[1] == "rate"]
             if markers:
                 rows = [row for row in rows if row[0] is not None]
             if settle_only:
@@ -224,11 +227,8 @@ class Lanes:
                     self.shared.wakeup.set()  # the other lane claims beside this one
                 self.serial_claims = "limited" in markers
                 self._held_back("held" in markers, bool(rows), min(rate_waits, default=None))
-                if alone:
-                    self.suspects_waiting = False
-                    self.quarantined = bool(rows)
-                elif "suspects" in markers:
-                    self.suspects_waiting = True
+                if alone is not None:
+                    self.shared.maybe_more = True  # it looked for nothing but a suspect
             if not merged and any(
                 o.execution.flow_id is not None
                 or (o.kind in ("retry", "snoozed", "released") and o.delay <= 0)
@@ -240,22 +240,12 @@ class Lanes:
                 self.shared.maybe_more = True
             for row in rows:
                 self._start(row, token)
+            if alone is not None:
+                self.quarantine.claimed_alone(rows)
+            elif "suspects" in markers:
+                self.quarantine.seen(r[2] for r in marker_rows if r[1] == "suspects")
             if rows:
                 await asyncio.sleep(0)  # let quick handlers finish: their settle joins this batch
-
-    def _quarantine(self, want: int) -> tuple[int, bool]:
-        """How many jobs to claim, and whether alone: see `suspects_waiting`."""
-        busy = bool(self.shared.inflight or self.reserved or self.claiming)
-        if self.quarantined:
-            if busy:
-                return 0, False
-            self.quarantined = False
-        elif self.suspects_waiting:
-            if busy:
-                return 0, False  # the worker empties first
-            if not self.stopping:
-                return 1, True
-        return want, False
 
     def _held_back(self, held: bool, claimed: bool, rate_wait: float | None = None) -> None:
         """After a claim: if it left work it could not take, claim again soon; when a
@@ -337,7 +327,7 @@ class Lanes:
         lane: Connection,
         outcomes: list[Outcome],
         want: int,
-        alone: bool = False,
+        alone: list[str] | None = None,
         *,
         merged: bool = False,
     ) -> tuple[list[tuple[Any, ...]], int]:
@@ -354,14 +344,15 @@ class Lanes:
             if pending is not None:
                 batch.progress[job_id] = pending
         floors = self.shared.floors
-        floor_params, numbered = floors.for_claim(alone) if want else ({}, 0)
+        floor_params, numbered = floors.for_claim(alone is not None) if want else ({}, 0)
         claim = {
             **floor_params,
-            "all_queues": not self.options.queues,
-            "queues": self.options.queues,
+            # A claim alone looks only in the queues whose suspects' right it holds.
+            "all_queues": not self.options.queues and alone is None,
+            "queues": self.options.queues if alone is None else alone,
             "labels": self.options.labels,
             "limit": want,
-            "alone": alone,
+            "alone": alone is not None,
             "worker": self.worker_id,
             "token": token,
         }

@@ -290,9 +290,9 @@ def engine_backends(cursor: Any) -> list[str]:
 
 # Every connection one worker process with --concurrency > 1 holds (two claim lanes).
 PURPOSES = ["claimer", "claimer-1", "heartbeat", "listener", "leader"]
-# Opened when first needed, then kept: the leader's paced rollup and its vacuum, and the
-# fan-out countdown's.
-ON_DEMAND = {"rollup", "vacuum", "releaser"}
+# Opened when first needed, then kept: the leader's paced rollup and its vacuum, the
+# fan-out countdown's, and the one that takes the right to run suspects alone.
+ON_DEMAND = {"rollup", "vacuum", "releaser", "suspects"}
 
 
 def all_connected(cursor: Any) -> bool:
