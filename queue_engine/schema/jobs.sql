@@ -30,9 +30,10 @@ BEGIN
             IF FOUND THEN
                 INSERT INTO queue_engine_queueconfig
                        (name, paused, max_concurrency, rate_limit, rate_window, lock_duration,
-                        group_concurrency, retain_succeeded, retain_failed, retain_cancelled)
+                        group_concurrency, fair_share, retain_succeeded, retain_failed,
+                        retain_cancelled)
                 VALUES (r.queue, d.paused, d.max_concurrency, d.rate_limit, d.rate_window,
-                        d.lock_duration, d.group_concurrency, d.retain_succeeded,
+                        d.lock_duration, d.group_concurrency, d.fair_share, d.retain_succeeded,
                         d.retain_failed, d.retain_cancelled)
                 ON CONFLICT (name) DO NOTHING;
             ELSE

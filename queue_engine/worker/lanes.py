@@ -23,6 +23,7 @@ from queue_engine.worker.settle import SettleBatch, refused, settle_one_by_one, 
 from queue_engine.worker.shared import Shared
 from queue_engine.worker.store import Connection
 from queue_engine.worker.threads import HandlerThreads
+from queue_engine.worker.weights import QueueWeights
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -41,8 +42,6 @@ SHUTDOWN_GRACE = 0.5
 STOP_PATIENCE = 1.0
 STOP_OVERDUE = SHUTDOWN_GRACE + 3 * STOP_PATIENCE
 
-CLAIM = Prepared("qe_claim", sql.CLAIM)
-CLAIM_PLAIN = Prepared("qe_claim_plain", sql.CLAIM_PLAIN)
 WAKE_LEFT = Prepared("qe_wake_left", sql.WAKE_LEFT)
 
 
@@ -95,6 +94,7 @@ class Lanes:
         self.backlog = False  # whether the last claim came back full
         self.freed_meanwhile = 0  # settles sent while a claim was on its way
         self.claimed_total = 0
+        self.weights = QueueWeights(options.queues, options.queue_weights)
 
     def stop(self) -> None:
         """No more claims: the lanes settle what runs, up to the shutdown timeout."""
@@ -361,6 +361,7 @@ class Lanes:
             "alone": alone,
             "worker": self.worker_id,
             "token": token,
+            **self.weights.params(),
         }
 
         tries = 0
@@ -397,7 +398,7 @@ class Lanes:
                     for setting in sql.CLAIM_SETTINGS:
                         script.raw(setting)
                     # Merged only while no queue in sight has limits: the plain claim.
-                    place = script.add(CLAIM_PLAIN if merged else CLAIM, claim, rows=True)
+                    place = script.add(self.weights.statement(merged), claim, rows=True)
                 if wake_queues or wake_released:
                     # After the claim: the others are woken only for what it left.
                     script.add(WAKE_LEFT, {"queues": wake_queues})
@@ -437,6 +438,7 @@ class Lanes:
             return [], token
         if want:
             floors.claimed(numbered, (row for row in rows if row[0] is not None))
+            self.weights.claimed(row[2] for row in rows if row[0] is not None)
         if sent:
             batch.report(log, sent[-1])
             if batch.left_children(sent[-1]):
