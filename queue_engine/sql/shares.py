@@ -100,8 +100,9 @@ TURNS = """
                 / COALESCE((SELECT g.weight FROM queue_engine_groupweight g
                              WHERE g.queue = r.queue AND g.group_key = r.group_key), 1)
            END AS turn,
-           CASE WHEN r.fair THEN (hashtext(r.group_key)::bigint + 2147483648 + s.pivot)
-                %% 4294967296 END AS spot
+           CASE WHEN r.fair
+                THEN mod(hashtext(r.group_key)::bigint + 2147483648 + s.pivot, 4294967296)
+           END AS spot
       FROM ranked r CROSS JOIN spin s
       LEFT JOIN running_keys k
         ON k.queue = r.queue AND k.group_key IS NOT DISTINCT FROM r.group_key
