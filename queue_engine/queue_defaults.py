@@ -29,7 +29,9 @@ LIMITS: dict[str, tuple[int, bool, str]] = {
     "retain_failed": (0, False, ""),
     "retain_cancelled": (0, False, ""),
 }
-EDITABLE = ("paused", *LIMITS)
+# Switches: True or False.
+SWITCHES = ("paused", "fair_share")
+EDITABLE = (*SWITCHES, *LIMITS)
 MAX_SECONDS = 10 * 366 * 86400
 
 
@@ -45,7 +47,7 @@ def unknown_fields(fields: Mapping[str, Any]) -> list[str]:
 
 def value_problem(field: str, value: object) -> str | None:
     """What is wrong with one field's value ("must be True or False"), or None."""
-    if field == "paused":
+    if field in SWITCHES:
         return None if isinstance(value, bool) else "must be True or False"
     minimum, nullable, none_means = LIMITS[field]
     if value is None and nullable:

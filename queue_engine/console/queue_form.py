@@ -11,7 +11,7 @@ from queue_engine.exceptions import OpsError
 from queue_engine.ops import queues as ops_queues
 from queue_engine.templatetags.queue_engine import duration
 
-Kind = Literal["count", "duration"]
+Kind = Literal["count", "duration", "switch"]
 
 # field: (label, kind); the order of the form
 FIELDS: dict[str, tuple[str, Kind]] = {
@@ -19,6 +19,7 @@ FIELDS: dict[str, tuple[str, Kind]] = {
     "rate_limit": ("Rate limit (jobs)", "count"),
     "rate_window": ("Rate window", "duration"),
     "group_concurrency": ("Per-group limit", "count"),
+    "fair_share": ("Fair share between keys", "switch"),
     "lock_duration": ("Lock duration", "duration"),
     "retain_succeeded": ("Keep succeeded", "duration"),
     "retain_failed": ("Keep dead", "duration"),
@@ -28,6 +29,7 @@ UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 UNIT_WORDS = {"sec": "s", "second": "s", "min": "m", "minute": "m", "hour": "h", "day": "d"}
 DURATION = re.compile(r"(\d{1,15})\s*([a-z]*)")
 COUNT = re.compile(r"\d{1,15}")
+SWITCH = {"on": True, "off": False}
 
 
 @dataclass
@@ -41,11 +43,14 @@ class Row:
 
     @property
     def nullable(self) -> bool:
-        return queue_defaults.LIMITS[self.name][1]
+        return self.kind != "switch" and queue_defaults.LIMITS[self.name][1]
 
 
 def as_input(kind: Kind, value: int | None) -> str:
-    """A value as the form shows it: "" for no limit, durations in their largest whole unit."""
+    """A value as the form shows it: "" for no limit, durations in their largest whole unit,
+    a switch as on or off."""
+    if kind == "switch":
+        return "on" if value else "off"
     if value is None:
         return ""
     if kind == "count":
@@ -55,6 +60,8 @@ def as_input(kind: Kind, value: int | None) -> str:
 
 
 def shown(kind: Kind, value: int | None) -> str:
+    if kind == "switch":
+        return "on" if value else "off"
     if value is None:
         return "no limit"
     return str(value) if kind == "count" else duration(value)
@@ -65,7 +72,11 @@ def parse(name: str, field: str, raw: str) -> int | None:
     _, kind = FIELDS[field]
     raw = raw.strip().lower()
     value: int | None
-    if not raw and queue_defaults.LIMITS[field][1]:
+    if kind == "switch":
+        if raw not in SWITCH:
+            raise OpsError("Choose on or off.")
+        value = SWITCH[raw]
+    elif not raw and queue_defaults.LIMITS[field][1]:
         value = None
     elif kind == "count":
         if not COUNT.fullmatch(raw):

@@ -23,7 +23,7 @@ from django.db.models.functions import Now
 
 from queue_engine import queue_defaults, sql
 from queue_engine.exceptions import OpsError
-from queue_engine.models import GroupLimit, QueueConfig
+from queue_engine.models import GroupLimit, GroupWeight, QueueConfig
 from queue_engine.ops.changes import audit
 from queue_engine.queue_defaults import EDITABLE, LIMITS, MAX_SECONDS
 
@@ -38,6 +38,7 @@ __all__ = [
     "reset_queue_config",
     "resume_queue",
     "set_group_limit",
+    "set_group_weight",
     "update_queue_config",
 ]
 SETTINGS_ACTOR = "settings"
@@ -48,7 +49,8 @@ def update_queue_config(name: str, *, actor: Any = None, **fields: Any) -> Queue
     """Change a queue's settings, creating its row if no job used the queue yet.
 
     Fields: paused, max_concurrency, rate_limit, rate_window, lock_duration,
-    group_concurrency (None: no limit) and retain_succeeded, retain_failed,
+    group_concurrency (None: no limit), fair_share (claims take turns between the
+    group keys, weighted by set_group_weight) and retain_succeeded, retain_failed,
     retain_cancelled (seconds). Unchanged values are not audited.
     """
     check_settings(name, fields)
@@ -69,12 +71,14 @@ def resume_queue(name: str, *, actor: Any = None) -> QueueConfig:
 def reset_queue_config(name: str, *fields: str, actor: Any = None) -> QueueConfig:
     """Hand fields back to settings: their values become the settings' ones.
 
-    The default is every limit and retention field but not `paused`: handing
+    The default is every limit and retention field and fair_share, but not `paused`: handing
     settings back never pauses or resumes a queue unless the caller names
     "paused". The fields leave `edited_fields`, so the next worker start sets them again.
     """
     check_settings(name, dict.fromkeys(fields, None), values=False)
-    return _update(name, {}, actor, action="queue_config_reset", reset=fields or tuple(LIMITS))
+    return _update(
+        name, {}, actor, action="queue_config_reset", reset=fields or ("fair_share", *LIMITS)
+    )
 
 
 def set_group_limit(
@@ -91,34 +95,66 @@ def set_group_limit(
     )
     if problem:
         raise OpsError(problem)
-    new = max_concurrency
+    row = _set_key_row(GroupLimit, "max_concurrency", queue, group_key, max_concurrency, actor)
+    return row  # type: ignore[return-value]
+
+
+def set_group_weight(
+    queue: str, group_key: str, weight: int | None, *, actor: Any = None
+) -> GroupWeight | None:
+    """Give one group key of a fair queue (fair_share) `weight` turns for every other
+    key's one. None (or 1) removes the row: the key weighs 1."""
+    problem = queue_defaults.name_problem(queue) or group_weight_problem(queue, group_key, weight)
+    if problem:
+        raise OpsError(problem)
+    row = _set_key_row(
+        GroupWeight, "weight", queue, group_key, None if weight == 1 else weight, actor
+    )
+    return row  # type: ignore[return-value]
+
+
+def _set_key_row(
+    model: type[GroupLimit | GroupWeight],
+    field: str,
+    queue: str,
+    group_key: str,
+    new: int | None,
+    actor: Any,
+) -> GroupLimit | GroupWeight | None:
+    """Write (or, for None, delete) one key's row of `model`, wake the queue's workers
+    and audit the change as group_limit or group_weight."""
+    rows = model.objects.filter(queue=queue, group_key=group_key)  # type: ignore[attr-defined]
     with transaction.atomic():
-        current = (
-            GroupLimit.objects.select_for_update().filter(queue=queue, group_key=group_key).first()
-        )
-        old = current.max_concurrency if current else None
+        current = rows.select_for_update().first()
+        old = getattr(current, field) if current else None
         if old == new:
-            return current
+            return current  # type: ignore[no-any-return]
         if new is None:
-            GroupLimit.objects.filter(queue=queue, group_key=group_key).delete()
+            rows.delete()
             current = None
         else:
-            current, _ = GroupLimit.objects.update_or_create(
-                queue=queue, group_key=group_key, defaults={"max_concurrency": new}
+            current, _ = model.objects.update_or_create(  # type: ignore[attr-defined]
+                queue=queue, group_key=group_key, defaults={field: new}
             )
         with connection.cursor() as cursor:
             cursor.execute(sql.NOTIFY_QUEUES, [[queue]])  # a looser cap may free waiting jobs
             cursor.execute(sql.NOTIFY_EVENT, [json.dumps({"type": "queue", "queues": [queue]})])
-        audit(
-            actor,
-            "group_limit",
-            "queue",
-            queue,
-            1,
-            group_key=group_key,
-            changes={"max_concurrency": [old, new]},
+        action = "group_limit" if model is GroupLimit else "group_weight"
+        audit(actor, action, "queue", queue, 1, group_key=group_key, changes={field: [old, new]})
+    return current  # type: ignore[no-any-return]
+
+
+def group_weight_problem(queue: str, key: object, weight: object) -> str | None:
+    if not isinstance(key, str) or not 0 < len(key) <= 255:
+        return f"Cannot set a group weight on queue {queue!r}: a group key has 1 to 255 characters."
+    if weight is not None and (
+        isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 1000
+    ):
+        return (
+            f"Cannot set the weight of group {key!r} on queue {queue!r}: it must be a whole "
+            f"number from 1 to 1000, or None for the default of 1, not {weight!r}."
         )
-    return current
+    return None
 
 
 def group_limit_problem(queue: str, key: object, limit: object) -> str | None:

@@ -161,7 +161,7 @@ def test_reset_hands_edited_fields_back_to_settings(engine) -> None:  # type: ig
         (
             {"QUEUES": {"emails": {"concurrency": 5}}},
             "QUEUE_ENGINE['QUEUES']['emails'] has unknown setting(s) concurrency; the settings "
-            "are paused, max_concurrency, rate_limit, rate_window, lock_duration, "
+            "are paused, fair_share, max_concurrency, rate_limit, rate_window, lock_duration, "
             "group_concurrency, retain_succeeded, retain_failed, retain_cancelled.",
         ),
         (
