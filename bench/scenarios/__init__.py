@@ -33,6 +33,7 @@ SCENARIOS: dict[str, str] = {
     "soak": "bench.scenarios.soak",
     "parked": "bench.scenarios.parked",
     "signal_resume": "bench.scenarios.signal_resume",
+    "fairness": "bench.scenarios.fairness",
 }
 
 
