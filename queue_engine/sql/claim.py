@@ -30,6 +30,12 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 #   candidates and starve the other keys. Their waiting jobs are still walked in the
 #   claim index, so a backlog of millions on one capped key makes claims of its queue
 #   slower, never stuck.
+# - A fair queue (QueueSettings.fair_share) is claimed as a limited one. Beside its walk
+#   from the head, it reads the next jobs of each key with runnable jobs (sql/shares.py,
+#   FAIR_CANDIDATES), and its jobs are taken in the order of their key's turn (TURNS):
+#   a busy key's backlog fills no more than its share of a claim.
+# - A worker with weighted queues (--queues a:3,b:1) sends CLAIM_WEIGHTED, which ranks
+#   the jobs of its queues by turn before priority (sql/shares.py, WEIGHTS).
 # - The labels test is written so the planner sees that most jobs require none.
 # - Suspects (jobs rescued at least twice) are claimed only by a
 #   claim `alone`, which a worker sends with a limit of 1 when nothing else of its
