@@ -19,7 +19,7 @@ from typing import Any
 
 from bench.harness import BenchEnv, log
 from bench.jobs import ASYNC_KIND, QUEUE
-from bench.workers import CONCURRENCY, configure_queue, fleet, percentile, wait_until
+from bench.workers import configure_queue, fleet, percentile, wait_until
 
 NAME = "fairness"
 BACKLOG = int(os.environ.get("FAIRNESS_BACKLOG", "200000"))
@@ -27,6 +27,7 @@ QUIET_KEYS = 10
 TICK = 0.1  # seconds between a quiet key's jobs
 DURATION = 10.0  # seconds of quiet enqueues in each phase
 TARGET_RATIO = 3.0
+CONCURRENCY = int(os.environ.get("FAIRNESS_CONCURRENCY", "200"))
 
 FILL_BACKLOG = """
 INSERT INTO queue_engine_job (queue, kind, payload, group_key)
@@ -48,7 +49,7 @@ BACKLOG_LEFT = "SELECT count(*) FROM queue_engine_job WHERE group_key = 'busy'"
 def run(env: BenchEnv) -> list[dict[str, Any]]:
     duration = env.duration or DURATION
     try:
-        with fleet(env, QUEUE, processes=1) as workers:
+        with fleet(env, QUEUE, processes=1, concurrency=CONCURRENCY) as workers:
             fair(env)
             env.truncate()
             alone = quiet_phase(env, duration)
