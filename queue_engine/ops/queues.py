@@ -197,9 +197,11 @@ def declare_configured() -> dict[str, list[str]]:
 def declare_after_migrate(using: str = DEFAULT_DB_ALIAS, apps: Any = None, **kwargs: Any) -> None:
     """post_migrate (sent by migrate and flush): declare the settings if our tables exist."""
     try:
-        (apps or global_apps).get_model("queue_engine", "QueueDefaults")
+        defaults = (apps or global_apps).get_model("queue_engine", "QueueDefaults")
     except LookupError:  # migrated to before 0009, or back to zero
         return
+    if not set(EDITABLE) <= {field.name for field in defaults._meta.get_fields()}:
+        return  # migrated back to before a setting's column (fair_share: 0010)
     if using == DEFAULT_DB_ALIAS:
         changed = declare_configured()
         if changed:
