@@ -77,3 +77,22 @@ def test_a_queue_that_had_no_work_comes_back_no_more_than_one_turn_behind() -> N
     weights.claimed(["a", "b"])
 
     assert abs(weights.lags["a"] - weights.lags["b"]) <= 1.0
+
+
+@pytest.mark.slow
+def test_queues_without_weights_are_claimed_by_priority_across_them_as_before(
+    workers: Workers, executions: None
+) -> None:
+    low = jobs.capped.using(queue="w_low").enqueue_many([{"pause": 0}] * 5)
+    high = jobs.capped.using(queue="w_critical", priority=10).enqueue_many([{"pause": 0}] * 5)
+
+    workers.start("--queues", "w_low,w_critical", "--concurrency", "1")
+    wait_for(lambda: JobRecord.objects.filter(queue__in=QUEUES).count() == 10, timeout=30)
+
+    order = list(
+        JobRecord.objects.filter(queue__in=QUEUES)
+        .order_by("started_at")
+        .values_list("id", flat=True)
+    )
+    assert order == [*high, *low]
+    assert QueueWeights(["w_low", "w_critical"], None).statement(False).name == "qe_claim"
