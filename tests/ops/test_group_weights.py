@@ -60,3 +60,13 @@ def test_an_operator_switches_fair_share_on_from_the_console(operator: Client) -
     assert QueueConfig.objects.get(name="tenants").fair_share is True
     page = operator.get("/queues/tenants/").content.decode()
     assert "claims take turns between the group keys" in page
+
+
+def test_the_queue_page_shows_a_fair_queues_weights(operator: Client) -> None:
+    QueueConfig.objects.create(name="tenants", fair_share=True)
+    ops_queues.set_group_weight("tenants", "acme", 3, actor="alice")
+
+    page = operator.get("/queues/tenants/").content.decode()
+
+    assert "Group weights" in page
+    assert "acme" in page and "3 turns for every other key's one" in page
