@@ -30,10 +30,12 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 #   candidates and starve the other keys. Their waiting jobs are still walked in the
 #   claim index, so a backlog of millions on one capped key makes claims of its queue
 #   slower, never stuck.
-# - A fair queue (QueueSettings.fair_share) is claimed as a limited one. Beside its walk
-#   from the head, it reads the next jobs of each key with runnable jobs (sql/shares.py,
-#   FAIR_CANDIDATES), and its jobs are taken in the order of their key's turn (TURNS):
-#   a busy key's backlog fills no more than its share of a claim.
+# - A fair queue (QueueSettings.fair_share) needs the full claim (`limited`), but its
+#   lock only if it has caps (`capped`): without, its claimers count nothing the others
+#   could change, and the worker's lanes claim it side by side (the `fair` marker).
+#   Beside its walk from the head, it reads the next jobs of each key with runnable
+#   jobs (sql/shares.py, FAIR_CANDIDATES), and its jobs are taken in the order of their
+#   key's turn (TURNS): a busy key's backlog fills no more than its share of a claim.
 # - A worker with weighted queues (--queues a:3,b:1) sends CLAIM_WEIGHTED, which ranks
 #   the jobs of its queues by turn before priority (sql/shares.py, WEIGHTS).
 # - The labels test is written so the planner sees that most jobs require none.
@@ -84,6 +86,8 @@ WITH floors AS (
     SELECT c.name, c.lock_duration, c.group_concurrency, c.rate_limit, c.max_concurrency,
            c.rate_window, k.grouped, c.fair_share AS fair,
 {full_keys} AS full_keys,
+           (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL OR k.grouped) AS capped,
+           -- A fair queue without caps needs the full claim, not the queue's lock.
            (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL OR k.grouped
             OR c.fair_share) AS limited,
            -- No floor (a priority above any job's, so the scan below the floor's
@@ -102,7 +106,7 @@ WITH floors AS (
                   AS grouped) k
       LEFT JOIN floors f ON f.queue = c.name
 ), candidates AS (
-    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.limited, q.room_guess, q.fair
+    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.capped, q.room_guess, q.fair
       FROM q CROSS JOIN paused p CROSS JOIN LATERAL (
             -- The floor's priority past the floor, then the lower priorities: two
             -- walks of the claim index, each from where its range starts. Only the
@@ -202,7 +206,7 @@ _PICK_LIMITED = """
                               ORDER BY c.priority DESC, c.run_at, c.id) AS nth_in_group
       FROM candidates c
 ), keys AS (
-    SELECT (SELECT array_agg(DISTINCT c.queue) FROM candidates c WHERE c.limited) AS locked,
+    SELECT (SELECT array_agg(DISTINCT c.queue) FROM candidates c WHERE c.capped) AS locked,
            COALESCE(array_agg(queue), '{}') AS queues,
            COALESCE(array_agg(group_key), '{}') AS keys,
            COALESCE(array_agg(group_concurrency), '{}') AS defaults
@@ -307,10 +311,10 @@ _LOGGED_HELD = """
 
 _MARKERS = """
 ), limited AS (
-    -- Limited queues this claim looked at, full or not: their claimers take turns on
+    -- Queues with caps this claim looked at, full or not: their claimers take turns on
     -- the queue's lock, so the worker sends one claim at a time while it serves them
     -- (worker/lanes.py, Lanes.serial_claims).
-    SELECT q.name FROM q WHERE q.limited
+    SELECT q.name FROM q WHERE q.capped
 ), suspects AS (
     -- Queues where a suspect this worker could run is due: the worker then claims
     -- nothing more until its jobs have ended, and claims alone (worker/lanes.py,
@@ -337,6 +341,10 @@ SELECT NULL, 'held', h.queue, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NU
 _MARKER_ROWS = """
 SELECT NULL, 'limited', l.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM limited l
+ UNION ALL
+-- Fair queues without caps: claimed by the full claim, from both lanes at once.
+SELECT NULL, 'fair', q.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM q WHERE q.fair AND NOT q.capped
  UNION ALL
 SELECT NULL, 'suspects', s.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM suspects s

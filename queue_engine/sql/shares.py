@@ -19,7 +19,7 @@ FAIR_KEYS = 64
 # wraps around to the keys before it.
 FAIR_CANDIDATES = """
      UNION
-    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.limited, q.room_guess, q.fair
+    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.capped, q.room_guess, q.fair
       FROM q CROSS JOIN paused p
      CROSS JOIN LATERAL (SELECT (floor(random() * 4294967296) - 2147483648)::int AS pivot) r
      CROSS JOIN LATERAL (

@@ -83,6 +83,9 @@ class Lanes:
         # next one. The other lane settles meanwhile. Until the first claim says
         # otherwise, claims take turns.
         self.serial_claims = True
+        # A fair queue without caps in sight (the `fair` marker): the full claim, which
+        # the plain one passes it over for, but no turns on its lock: side by side.
+        self.full_claims = False
         # Quarantine of suspects, jobs rescued at least twice (sql.CLAIM): a suspect may
         # be what killed its workers, and any job claimed beside it shares its fate.
         # When a claim reports one due (`suspects`), the worker claims nothing more
@@ -188,7 +191,7 @@ class Lanes:
             # No queue with limits in sight: the settle and the claim share one
             # transaction, the claim sees what the settle made runnable, and it is the
             # plain claim (sql.CLAIM_PLAIN), which reports a queue with limits instead.
-            merged = bool(want) and not self.serial_claims
+            merged = bool(want) and not (self.serial_claims or self.full_claims)
             if want:
                 self.claiming += 1
             self.reserved += want
@@ -217,11 +220,12 @@ class Lanes:
                     or self.freed_meanwhile != freed
                     or self.shared.woken != woken
                     # The plain claim passed over a queue with limits: the full one, now.
-                    or (merged and "limited" in markers)
+                    or (merged and bool(markers & {"limited", "fair"}))
                 )
                 if self.shared.maybe_more:
                     self.shared.wakeup.set()  # the other lane claims beside this one
                 self.serial_claims = "limited" in markers
+                self.full_claims = "fair" in markers
                 self._held_back("held" in markers, bool(rows))
                 if alone:
                     self.suspects_waiting = False

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import psycopg
 import pytest
 
+from queue_engine import sql
 from queue_engine.models import GroupWeight, Job, JobRecord, QueueConfig
 from tests.engine.test_limits import Sampler
 from tests.support import jobs
@@ -90,3 +92,36 @@ def test_priority_still_orders_the_jobs_of_a_key(workers: Workers, executions: N
     by_id = {job_id: priority for priority, job_id in ids.items()}
     in_order = [by_id[record.id] for record in records]
     assert in_order == [10, 5, 0, -5]
+
+
+def test_claimers_of_a_fair_queue_without_caps_do_not_wait_for_each_other(
+    transactional_db: None, conninfo: str
+) -> None:
+    """Its claims need the full claim (the plain one passes it over and says `fair`),
+    but not the queue's lock, which guards only the counts under caps: the worker's two
+    lanes may claim it side by side."""
+    QueueConfig.objects.update_or_create(name="grouped", defaults={"fair_share": True})
+    jobs.grouped.enqueue_many([{"key": f"k{i % 3}", "pause": 0} for i in range(9)])
+    claim = {
+        **sql.NO_FLOORS,
+        "all_queues": False,
+        "queues": ["grouped"],
+        "labels": [],
+        "worker": "w",
+        "alone": False,
+        "limit": 3,
+    }
+    with psycopg.connect(conninfo, autocommit=True) as one, psycopg.connect(conninfo) as two:
+        with one.transaction():
+            plain = one.execute(sql.CLAIM_PLAIN, {**claim, "token": 1}).fetchall()
+        assert [(row[0], row[1]) for row in plain] == [(None, "fair")]
+
+        with one.transaction():
+            first = one.execute(sql.CLAIM, {**claim, "token": 2}).fetchall()
+            two.execute("SET lock_timeout = '1s'")
+            second = two.execute(sql.CLAIM, {**claim, "token": 3}).fetchall()  # not blocked
+        two.rollback()
+
+    taken = [{row[0] for row in rows if row[0] is not None} for rows in (first, second)]
+    assert len(taken[0]) == len(taken[1]) == 3 and not taken[0] & taken[1]
+    assert {row[1] for row in first if row[0] is None} == {"fair"}
