@@ -26,6 +26,7 @@ from queue_engine.exceptions import OpsError, ScheduleError
 from queue_engine.masking import mask, take_back
 from queue_engine.models import (
     AuditEvent,
+    GroupWeight,
     Job,
     JobLog,
     JobRecord,
@@ -208,12 +209,13 @@ class QueueConfigAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-
         "rate_limit_per_key",
         "lock_duration",
         "group_concurrency",
+        "fair_share",
         "retain_succeeded",
         "retain_failed",
         "retain_cancelled",
         "edited_fields",
     )
-    list_filter = ("paused",)
+    list_filter = ("paused", "fair_share")
     search_fields = ("name",)
     actions = ["pause", "resume", "reset"]
 
@@ -272,6 +274,20 @@ class QueueConfigAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-
             lambda n: ops_queues.reset_queue_config(n, actor=request.user),
             "Limits and retention reset to settings, pause state kept",
         )
+
+
+@admin.register(GroupWeight)
+class GroupWeightAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """A key's share of its fair queue's claims; written through ops, which audits it."""
+
+    list_display = ("queue", "group_key", "weight")
+    search_fields = ("queue", "group_key")
+
+    def save_model(self, request: HttpRequest, obj: GroupWeight, form: Any, change: bool) -> None:
+        ops_queues.set_group_weight(obj.queue, obj.group_key, obj.weight, actor=request.user)
+
+    def delete_model(self, request: HttpRequest, obj: GroupWeight) -> None:
+        ops_queues.set_group_weight(obj.queue, obj.group_key, None, actor=request.user)
 
 
 # --- schedules -------------------------------------------------------------------------

@@ -30,8 +30,8 @@ LIMITS: dict[str, tuple[int, bool, str]] = {
     "retain_cancelled": (0, False, ""),
 }
 # Fields that are True or False, besides `paused`: the rate limit applies to each group
-# key on its own.
-SWITCHES = ("rate_limit_per_key",)
+# key on its own; claims take turns between the group keys.
+SWITCHES = ("rate_limit_per_key", "fair_share")
 EDITABLE = ("paused", *LIMITS, *SWITCHES)
 # What handing a queue back to settings resets unless told otherwise: all but `paused`.
 HANDED_BACK = (*LIMITS, *SWITCHES)

@@ -34,6 +34,7 @@ SCENARIOS: dict[str, str] = {
     "parked": "bench.scenarios.parked",
     "signal_resume": "bench.scenarios.signal_resume",
     "rate_limit": "bench.scenarios.rate_limit",
+    "fairness": "bench.scenarios.fairness",
 }
 
 

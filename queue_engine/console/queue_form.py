@@ -20,6 +20,7 @@ FIELDS: dict[str, tuple[str, Kind]] = {
     "rate_window": ("Rate window", "duration"),
     "rate_limit_per_key": ("Rate limit applies to", "switch"),
     "group_concurrency": ("Per-group limit", "count"),
+    "fair_share": ("Fair share between keys", "switch"),
     "lock_duration": ("Lock duration", "duration"),
     "retain_succeeded": ("Keep succeeded", "duration"),
     "retain_failed": ("Keep dead", "duration"),
@@ -31,7 +32,10 @@ DURATION = re.compile(r"(\d{1,15})\s*([a-z]*)")
 COUNT = re.compile(r"\d{1,15}")
 # A switch's form values, and what it says either way.
 SWITCH_INPUT = {True: "yes", False: "no"}
-SWITCH_SHOWN = {"rate_limit_per_key": {True: "each group key", False: "the whole queue"}}
+SWITCH_SHOWN = {
+    "rate_limit_per_key": {True: "each group key", False: "the whole queue"},
+    "fair_share": {True: "keys take turns", False: "first come, first served"},
+}
 
 
 @dataclass

@@ -5,7 +5,13 @@ from queue_engine.models.jobs import Job, JobRecord
 from queue_engine.models.kinds import KindControl
 from queue_engine.models.logs import JobLog
 from queue_engine.models.metrics import MetricBucket, RollupState, ScrapeFailure
-from queue_engine.models.queues import ClaimLog, GroupLimit, QueueConfig, QueueDefaults
+from queue_engine.models.queues import (
+    ClaimLog,
+    GroupLimit,
+    GroupWeight,
+    QueueConfig,
+    QueueDefaults,
+)
 from queue_engine.models.schedules import MissedFirePolicy, Schedule, ScheduleSource
 from queue_engine.models.signals import JobSignal
 from queue_engine.models.steps import JobStep
@@ -22,6 +28,7 @@ __all__ = [
     "FlowRun",
     "FlowState",
     "GroupLimit",
+    "GroupWeight",
     "Job",
     "JobLog",
     "JobRecord",

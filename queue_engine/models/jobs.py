@@ -96,6 +96,22 @@ class Job(JobFields):
                 name="qe_job_claim",
                 condition=models.Q(state="available"),
             ),
+            # A fair queue's keys with runnable jobs, and each key's next jobs (sql.CLAIM's
+            # fair_candidates): the claim skips from key to key, in the order of the
+            # keys' hashes so that where it starts spreads over them. Only jobs with a
+            # key pay for it.
+            models.Index(
+                "queue",
+                models.Func(
+                    models.F("group_key"), function="hashtext", output_field=models.IntegerField()
+                ),
+                "group_key",
+                models.F("priority").desc(),
+                "run_at",
+                "id",
+                name="qe_job_fair",
+                condition=models.Q(state="available", group_key__isnull=False),
+            ),
             models.Index(
                 fields=["run_at"], name="qe_job_scheduled", condition=models.Q(state="scheduled")
             ),

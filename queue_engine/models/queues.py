@@ -18,6 +18,9 @@ class QueueSettings(models.Model):
     )
     lock_duration = models.PositiveIntegerField(db_default=60, help_text="seconds")
     group_concurrency = models.PositiveIntegerField(null=True, blank=True)
+    # Claims take turns between the group keys with runnable jobs (sql.CLAIM's
+    # fair_candidates), weighted by GroupWeight; off: first come, first served.
+    fair_share = models.BooleanField(db_default=False)
     retain_succeeded = models.PositiveIntegerField(
         db_default=86400, help_text="seconds to keep succeeded jobs"
     )
@@ -97,6 +100,25 @@ class GroupLimit(models.Model):
         if self.rate_limit is not None:
             limits.append(f"{self.rate_limit} per window")
         return f"{self.queue}/{self.group_key} {', '.join(limits)}"
+
+
+class GroupWeight(models.Model):
+    """A key's share of its fair queue's claims (QueueSettings.fair_share); a key with
+    no row has weight 1."""
+
+    queue = models.CharField(max_length=128)
+    group_key = models.CharField(max_length=255)
+    weight = models.PositiveIntegerField()
+
+    class Meta:
+        db_table = "queue_engine_groupweight"
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "group_key"], name="qe_groupweight_key"),
+            models.CheckConstraint(condition=models.Q(weight__gte=1), name="qe_groupweight_min"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.queue}/{self.group_key} weighs {self.weight}"
 
 
 class ClaimLog(models.Model):

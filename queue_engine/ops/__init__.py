@@ -26,6 +26,7 @@ from queue_engine.ops.queues import (
     reset_queue_config,
     resume_queue,
     set_group_limit,
+    set_group_weight,
     update_queue_config,
 )
 from queue_engine.ops.rerun import plan_rerun_from, rerun_flow_from
@@ -67,6 +68,7 @@ __all__ = [
     "run_schedule_now",
     "send_signal",
     "set_group_limit",
+    "set_group_weight",
     "update_queue_config",
     "wake_jobs",
 ]

@@ -23,7 +23,7 @@ from django.db.models.functions import Now
 
 from queue_engine import queue_defaults, sql
 from queue_engine.exceptions import OpsError
-from queue_engine.models import GroupLimit, QueueConfig
+from queue_engine.models import GroupLimit, GroupWeight, QueueConfig
 from queue_engine.ops.changes import audit
 from queue_engine.queue_defaults import EDITABLE, HANDED_BACK, LIMITS, MAX_SECONDS
 
@@ -39,6 +39,7 @@ __all__ = [
     "reset_queue_config",
     "resume_queue",
     "set_group_limit",
+    "set_group_weight",
     "update_queue_config",
 ]
 SETTINGS_ACTOR = "settings"
@@ -50,7 +51,8 @@ def update_queue_config(name: str, *, actor: Any = None, **fields: Any) -> Queue
 
     Fields: paused, max_concurrency, rate_limit, rate_window, lock_duration,
     group_concurrency (None: no limit), rate_limit_per_key (True: rate_limit is each
-    group key's own budget) and retain_succeeded, retain_failed, retain_cancelled
+    group key's own budget), fair_share (claims take turns between the group keys,
+    weighted by set_group_weight) and retain_succeeded, retain_failed, retain_cancelled
     (seconds). Unchanged values are not audited.
     """
     check_settings(name, fields)
@@ -71,9 +73,10 @@ def resume_queue(name: str, *, actor: Any = None) -> QueueConfig:
 def reset_queue_config(name: str, *fields: str, actor: Any = None) -> QueueConfig:
     """Hand fields back to settings: their values become the settings' ones.
 
-    The default is every limit, rate_limit_per_key and retention field but not
-    `paused`: handing settings back never pauses or resumes a queue unless the caller
-    names "paused". The fields leave `edited_fields`, so the next worker start sets them again.
+    The default is every limit, switch (rate_limit_per_key, fair_share) and retention
+    field but not `paused`: handing settings back never pauses or resumes a queue unless
+    the caller names "paused". The fields leave `edited_fields`, so the next worker start
+    sets them again.
     """
     check_settings(name, dict.fromkeys(fields, None), values=False)
     return _update(name, {}, actor, action="queue_config_reset", reset=fields or HANDED_BACK)
@@ -101,19 +104,49 @@ def set_group_limit(
     )
     if problem:
         raise OpsError(problem)
-    new = {"max_concurrency": max_concurrency, "rate_limit": rate_limit}
+    return _set_key_row(
+        GroupLimit,
+        queue,
+        group_key,
+        {"max_concurrency": max_concurrency, "rate_limit": rate_limit},
+        actor,
+        "group_limit",
+    )
+
+
+def set_group_weight(
+    queue: str, group_key: str, weight: int | None, *, actor: Any = None
+) -> GroupWeight | None:
+    """Give one group key of a fair queue (fair_share) `weight` turns for every other
+    key's one. None (or 1) removes the row: the key weighs 1."""
+    problem = queue_defaults.name_problem(queue) or group_weight_problem(queue, group_key, weight)
+    if problem:
+        raise OpsError(problem)
+    new = {"weight": None if weight == 1 else weight}
+    return _set_key_row(GroupWeight, queue, group_key, new, actor, "group_weight")
+
+
+def _set_key_row[Row: (GroupLimit, GroupWeight)](
+    model: type[Row],
+    queue: str,
+    group_key: str,
+    new: dict[str, int | None],
+    actor: Any,
+    action: str,
+) -> Row | None:
+    """Write one key's row of `model` with `new` (or delete it when every value is None),
+    wake the queue's workers and audit the change as `action`."""
+    rows = model.objects.filter(queue=queue, group_key=group_key)
     with transaction.atomic():
-        current = (
-            GroupLimit.objects.select_for_update().filter(queue=queue, group_key=group_key).first()
-        )
+        current = rows.select_for_update().first()
         old = {f: getattr(current, f) if current else None for f in new}
         if old == new:
             return current
-        if max_concurrency is None and rate_limit is None:
-            GroupLimit.objects.filter(queue=queue, group_key=group_key).delete()
+        if all(value is None for value in new.values()):
+            rows.delete()
             current = None
         else:
-            current, _ = GroupLimit.objects.update_or_create(
+            current, _ = model.objects.update_or_create(
                 queue=queue, group_key=group_key, defaults=new
             )
         with connection.cursor() as cursor:
@@ -121,7 +154,7 @@ def set_group_limit(
             cursor.execute(sql.NOTIFY_EVENT, [json.dumps({"type": "queue", "queues": [queue]})])
         audit(
             actor,
-            "group_limit",
+            action,
             "queue",
             queue,
             1,
@@ -129,6 +162,19 @@ def set_group_limit(
             changes={f: [old[f], new[f]] for f in new if old[f] != new[f]},
         )
     return current
+
+
+def group_weight_problem(queue: str, key: object, weight: object) -> str | None:
+    if not isinstance(key, str) or not 0 < len(key) <= 255:
+        return f"Cannot set a group weight on queue {queue!r}: a group key has 1 to 255 characters."
+    if weight is not None and (
+        isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 1000
+    ):
+        return (
+            f"Cannot set the weight of group {key!r} on queue {queue!r}: it must be a whole "
+            f"number from 1 to 1000, or None for the default of 1, not {weight!r}."
+        )
+    return None
 
 
 def group_limit_problem(

@@ -31,10 +31,10 @@ BEGIN
                 INSERT INTO queue_engine_queueconfig
                        (name, paused, max_concurrency, rate_limit, rate_window, lock_duration,
                         group_concurrency, retain_succeeded, retain_failed, retain_cancelled,
-                        rate_limit_per_key)
+                        rate_limit_per_key, fair_share)
                 VALUES (r.queue, d.paused, d.max_concurrency, d.rate_limit, d.rate_window,
                         d.lock_duration, d.group_concurrency, d.retain_succeeded,
-                        d.retain_failed, d.retain_cancelled, d.rate_limit_per_key)
+                        d.retain_failed, d.retain_cancelled, d.rate_limit_per_key, d.fair_share)
                 ON CONFLICT (name) DO NOTHING;
             ELSE
                 INSERT INTO queue_engine_queueconfig (name) VALUES (r.queue)

@@ -1,5 +1,7 @@
 """The claim: the statement that hands a worker its next jobs, under every limit."""
 
+from queue_engine.sql import shares
+
 # For the rest of the claim's transaction (the claim comes last), on top of the lane
 # connection's own settings (LANE_SETTINGS below: one generic plan, no
 # sequential scans): no bitmap scans. With statistics taken while a queue held few
@@ -28,6 +30,14 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 #   would otherwise fill every claim's candidates and starve the other keys. Their
 #   waiting jobs are still walked in the claim index, so a backlog of millions on one
 #   capped key makes claims of its queue slower, never stuck.
+# - A fair queue (QueueSettings.fair_share) needs the full claim (`limited`), but its
+#   lock only if it has caps (`capped`): without, its claimers count nothing the others
+#   could change, and the worker's lanes claim it side by side (the `fair` marker).
+#   Beside its walk from the head, it reads the next jobs of each key with runnable
+#   jobs (sql/shares.py, FAIR_CANDIDATES), and its jobs are taken in the order of their
+#   key's turn (TURNS): a busy key's backlog fills no more than its share of a claim.
+# - A worker with weighted queues (--queues a:3,b:1) sends CLAIM_WEIGHTED, which ranks
+#   the jobs of its queues by turn before priority (sql/shares.py, WEIGHTS).
 # - The labels test is written so the planner sees that most jobs require none.
 # - Suspects (jobs rescued at least twice) are claimed only by a
 #   claim `alone`, which a worker sends with a limit of 1 when nothing else of its
@@ -73,15 +83,18 @@ WITH floors AS (
     SELECT array_agg(kind) AS kinds FROM queue_engine_kindcontrol WHERE paused
 ), q AS (
     SELECT c.name, c.lock_duration, c.group_concurrency, c.rate_limit, c.max_concurrency,
-           c.rate_window, c.rate_limit_per_key, k.grouped,
+           c.rate_window, c.rate_limit_per_key, k.grouped, c.fair_share AS fair,
 {full_keys} AS full_keys,
-           (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL OR k.grouped) AS limited,
+           (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL OR k.grouped) AS capped,
+           -- A fair queue without caps needs the full claim, not the queue's lock.
+           (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL OR k.grouped
+            OR c.fair_share) AS limited,
            -- No floor (a priority above any job's, so the scan below the floor's
            -- priority reads the whole queue) for a queue without one, and for a
            -- limited queue: a job its limits pass over must be read again when they
            -- let it through, and nothing would lower the floor then.
            CASE WHEN f.queue IS NULL OR c.max_concurrency IS NOT NULL
-                     OR c.rate_limit IS NOT NULL OR k.grouped
+                     OR c.rate_limit IS NOT NULL OR k.grouped OR c.fair_share
                 THEN {no_floor} ELSE f.priority END AS floor_priority,
            COALESCE(f.run_at, '-infinity') AS floor_run_at, COALESCE(f.id, 0) AS floor_id,
 {room_guess} AS room_guess
@@ -92,7 +105,7 @@ WITH floors AS (
                   AS grouped) k
       LEFT JOIN floors f ON f.queue = c.name
 ), candidates AS (
-    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.limited, q.room_guess,
+    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.capped, q.room_guess, q.fair,
            q.rate_limit_per_key
       FROM q CROSS JOIN paused p CROSS JOIN LATERAL (
             -- The floor's priority past the floor, then the lower priorities: two
@@ -124,7 +137,7 @@ WITH floors AS (
                    FOR UPDATE SKIP LOCKED
             ) below
            ) j
-     WHERE q.room_guess > 0"""
+     WHERE q.room_guess > 0{fair_candidates}"""
 
 
 _FULL_KEYS = """
@@ -183,6 +196,9 @@ def _head(limits: bool) -> str:
         filters=_FILTERS,
         full_keys=_FULL_KEYS.strip("\n") if limits else "           NULL::varchar[]",
         room_guess=_ROOM_GUESS.strip("\n") if limits else "           %(limit)s::int",
+        fair_candidates=(
+            shares.FAIR_CANDIDATES.format(filters=_FILTERS, keys=shares.FAIR_KEYS) if limits else ""
+        ),
     )
     return text if limits else text + " AND NOT q.limited"
 
@@ -200,7 +216,7 @@ _PICK_LIMITED = """
                               ORDER BY c.priority DESC, c.run_at, c.id) AS nth_in_group
       FROM candidates c
 ), keys AS (
-    SELECT (SELECT array_agg(DISTINCT c.queue) FROM candidates c WHERE c.limited) AS locked,
+    SELECT (SELECT array_agg(DISTINCT c.queue) FROM candidates c WHERE c.capped) AS locked,
            COALESCE(array_agg(queue), '{}') AS queues,
            COALESCE(array_agg(group_key), '{}') AS keys,
            COALESCE(array_agg(group_concurrency), '{}') AS defaults
@@ -219,19 +235,24 @@ _PICK_LIMITED = """
      CROSS JOIN LATERAL queue_engine_limited_rooms(k.locked, %(limit)s::int, k.queues, k.keys,
                                                    k.defaults) g
      WHERE k.locked IS NOT NULL
-), eligible AS (
+{turns}), eligible AS (
     SELECT r.*,
            row_number() OVER (PARTITION BY r.queue
-                              ORDER BY r.priority DESC, r.run_at, r.id) AS nth_in_queue
-      FROM ranked r
+                              ORDER BY r.turn, r.priority DESC, r.spot, r.run_at, r.id)
+               AS nth_in_queue,
+           -- A fair queue's jobs go in the order of their turns among the other
+           -- queues' jobs, all at the priority of the queue's best.
+           max(r.priority) OVER (PARTITION BY r.queue) AS top
+      FROM turns r
       LEFT JOIN rooms g ON g.queue = r.queue AND g.group_key = COALESCE(r.group_key, '')
      WHERE NOT r.grouped OR (r.group_key IS NULL AND NOT r.rate_limit_per_key)
         OR r.nth_in_group <= g.room
-), picked AS (
+{weights}), picked AS (
     SELECT e.id FROM eligible e
-      LEFT JOIN rooms l ON l.queue = e.queue AND l.group_key IS NULL
+      LEFT JOIN rooms l ON l.queue = e.queue AND l.group_key IS NULL{join_weights}
      WHERE e.nth_in_queue <= COALESCE(l.room, e.room_guess)
-     ORDER BY e.priority DESC, e.run_at, e.id
+     ORDER BY {by_weight}CASE WHEN e.fair THEN e.top ELSE e.priority END DESC,
+              CASE WHEN e.fair THEN e.nth_in_queue END, e.priority DESC, e.run_at, e.id
      LIMIT %(limit)s
 """
 
@@ -335,10 +356,10 @@ _LOGGED_HELD = """
 
 _MARKERS = """
 ), limited AS (
-    -- Limited queues this claim looked at, full or not: their claimers take turns on
+    -- Queues with caps this claim looked at, full or not: their claimers take turns on
     -- the queue's lock, so the worker sends one claim at a time while it serves them
     -- (worker/lanes.py, Lanes.serial_claims).
-    SELECT q.name FROM q WHERE q.limited
+    SELECT q.name FROM q WHERE q.capped
 ), suspects AS (
     -- Queues where a suspect this worker could run is due: if the worker takes the
     -- queue's right, it claims nothing more until its jobs have ended, and claims
@@ -369,18 +390,34 @@ _MARKER_ROWS = """
 SELECT NULL, 'limited', l.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM limited l
  UNION ALL
+-- Fair queues without caps: claimed by the full claim, from both lanes at once.
+SELECT NULL, 'fair', q.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM q WHERE q.fair AND NOT q.capped
+ UNION ALL
 SELECT NULL, 'suspects', s.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM suspects s
 """
 
 
-def _claim(limits: bool) -> str:
+def _pick_limited(weighted: bool) -> str:
+    """The full claim's pick, in the order of the worker's weights if it has some."""
+    text = _PICK_LIMITED.replace("{turns}", shares.TURNS)
+    for name, part in (
+        ("{weights}", shares.WEIGHTS),
+        ("{join_weights}", shares.JOIN_WEIGHTS),
+        ("{by_weight}", shares.BY_WEIGHT),
+    ):
+        text = text.replace(name, part if weighted else "")
+    return text
+
+
+def _claim(limits: bool, weighted: bool = False) -> str:
     """The claim under every limit, or the plain one that passes over limited queues."""
     parts: tuple[str, ...]
     if limits:
         parts = (
             _head(True),
-            _PICK_LIMITED,
+            _pick_limited(weighted),
             _CLAIMED,
             _LOGGED_HELD,
             _MARKERS,
@@ -388,7 +425,8 @@ def _claim(limits: bool) -> str:
             _HELD_ROWS,
         )
     else:
-        parts = (_head(False), _PICK_PLAIN, _CLAIMED, _MARKERS, _CLAIMED_ROWS)
+        pick = shares.PICK_PLAIN_WEIGHTED if weighted else _PICK_PLAIN
+        parts = (_head(False), pick, _CLAIMED, _MARKERS, _CLAIMED_ROWS)
     return "".join(part.rstrip("\n") for part in parts) + _MARKER_ROWS
 
 
@@ -399,6 +437,10 @@ CLAIM = _claim(limits=True)
 # A queue with limits is passed over and reported (`limited`), and the next claim is
 # the full one.
 CLAIM_PLAIN = _claim(limits=False)
+# The two for a worker whose queues have weights (--queues a:3,b:1; worker/weights.py):
+# they rank the jobs of its queues by turn before priority.
+CLAIM_WEIGHTED = _claim(limits=True, weighted=True)
+CLAIM_PLAIN_WEIGHTED = _claim(limits=False, weighted=True)
 
 
 # After a lost connection: the rows a claim with this token took if its commit

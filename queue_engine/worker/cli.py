@@ -17,7 +17,10 @@ from queue_engine.worker.logsetup import LOG_FORMATS, chosen_format, configure_l
 
 def add_arguments(parser: ArgumentParser) -> None:
     parser.add_argument(
-        "--queues", default="", help="comma-separated queue names to work (default: every queue)"
+        "--queues",
+        default="",
+        help="comma-separated queue names to work (default: every queue), each with an "
+        "optional weight: critical:6,default:3,low:1 shares claims 6:3:1 while all have work",
     )
     parser.add_argument(
         "--concurrency", type=int, default=10, help="jobs run at once by each process (default 10)"
@@ -89,8 +92,14 @@ def warn_of_a_small_pool(concurrency: int) -> None:
 
 
 def run(options: dict[str, Any]) -> None:
+    from queue_engine.worker.weights import parse_queues
+
     if options["concurrency"] < 1:
         sys.exit("runworker: --concurrency must be at least 1")
+    try:
+        queues, weights = parse_queues(options["queues"])
+    except ValueError as exc:
+        sys.exit(f"runworker: {exc}")
     if options["processes"] > 1:
         from queue_engine.worker.supervisor import supervise
 
@@ -114,7 +123,8 @@ def run(options: dict[str, Any]) -> None:
     worker = Worker(
         WorkerOptions(
             conninfo=conninfo(session=True),
-            queues=split(options["queues"]),
+            queues=queues,
+            queue_weights=weights,
             concurrency=options["concurrency"],
             labels=sorted(split(options["labels"])),
             worker_id=options["worker_id"],

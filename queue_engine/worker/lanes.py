@@ -24,6 +24,7 @@ from queue_engine.worker.settle import SettleBatch, refused, settle_one_by_one, 
 from queue_engine.worker.shared import Shared
 from queue_engine.worker.store import Connection
 from queue_engine.worker.threads import HandlerThreads
+from queue_engine.worker.weights import QueueWeights
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -42,8 +43,6 @@ SHUTDOWN_GRACE = 0.5
 STOP_PATIENCE = 1.0
 STOP_OVERDUE = SHUTDOWN_GRACE + 3 * STOP_PATIENCE
 
-CLAIM = Prepared("qe_claim", sql.CLAIM)
-CLAIM_PLAIN = Prepared("qe_claim_plain", sql.CLAIM_PLAIN)
 WAKE_LEFT = Prepared("qe_wake_left", sql.WAKE_LEFT)
 
 
@@ -85,6 +84,9 @@ class Lanes:
         # next one. The other lane settles meanwhile. Until the first claim says
         # otherwise, claims take turns.
         self.serial_claims = True
+        # A fair queue without caps in sight (the `fair` marker): the full claim, which
+        # the plain one passes it over for, but no turns on its lock: side by side.
+        self.full_claims = False
         # Suspects run alone, on the one worker that holds their queue's right.
         self.quarantine = Quarantine(
             options.conninfo, options.poll_interval, wake=self.shared.wakeup.set
@@ -93,6 +95,7 @@ class Lanes:
         self.backlog = False  # whether the last claim came back full
         self.freed_meanwhile = 0  # settles sent while a claim was on its way
         self.claimed_total = 0
+        self.weights = QueueWeights(options.queues, options.queue_weights)
 
     def stop(self) -> None:
         """No more claims: the lanes settle what runs, up to the shutdown timeout."""
@@ -190,7 +193,7 @@ class Lanes:
             # plain claim (sql.CLAIM_PLAIN), which reports a queue with limits instead.
             # A claim alone is never merged: the plain claim would pass over its queue if
             # that queue has limits.
-            merged = bool(want) and not self.serial_claims and alone is None
+            merged = bool(want) and not (self.serial_claims or self.full_claims) and alone is None
             if want:
                 self.claiming += 1
             self.reserved += want
@@ -221,11 +224,12 @@ class Lanes:
                     or self.freed_meanwhile != freed
                     or self.shared.woken != woken
                     # The plain claim passed over a queue with limits: the full one, now.
-                    or (merged and "limited" in markers)
+                    or (merged and bool(markers & {"limited", "fair"}))
                 )
                 if self.shared.maybe_more:
                     self.shared.wakeup.set()  # the other lane claims beside this one
                 self.serial_claims = "limited" in markers
+                self.full_claims = "fair" in markers
                 self._held_back("held" in markers, bool(rows), min(rate_waits, default=None))
                 if alone is not None:
                     self.shared.maybe_more = True  # it looked for nothing but a suspect
@@ -355,6 +359,7 @@ class Lanes:
             "alone": alone is not None,
             "worker": self.worker_id,
             "token": token,
+            **self.weights.params(alone),
         }
 
         tries = 0
@@ -391,7 +396,7 @@ class Lanes:
                     for setting in sql.CLAIM_SETTINGS:
                         script.raw(setting)
                     # Merged only while no queue in sight has limits: the plain claim.
-                    place = script.add(CLAIM_PLAIN if merged else CLAIM, claim, rows=True)
+                    place = script.add(self.weights.statement(merged), claim, rows=True)
                 if wake_queues or wake_released:
                     # After the claim: the others are woken only for what it left.
                     script.add(WAKE_LEFT, {"queues": wake_queues})
@@ -431,6 +436,7 @@ class Lanes:
             return [], token
         if want:
             floors.claimed(numbered, (row for row in rows if row[0] is not None))
+            self.weights.claimed(row[2] for row in rows if row[0] is not None)
         if sent:
             batch.report(log, sent[-1])
             if batch.left_children(sent[-1]):

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 class WorkerOptions:
     conninfo: str
     queues: list[str] = field(default_factory=list)  # empty: every queue
+    queue_weights: dict[str, int] | None = None  # --queues a:3,b:1 (worker/weights.py)
     concurrency: int = 10
     labels: list[str] = field(default_factory=list)
     worker_id: str = ""

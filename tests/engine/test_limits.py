@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
-from typing import Any
 
 import psycopg
 import pytest
@@ -13,33 +11,10 @@ import pytest
 from queue_engine import ops, sql
 from queue_engine.models import GroupLimit, Job, JobRecord, QueueConfig
 from tests.support import jobs
+from tests.support.sampler import Sampler
 from tests.support.workers import Workers, wait_for
 
 pytestmark = pytest.mark.slow
-
-
-class Sampler:
-    """Samples running jobs per queue/group from its own connection while the test runs."""
-
-    def __init__(self, conninfo: str, query: str) -> None:
-        self.conninfo, self.query = conninfo, query
-        self.samples: list[tuple[Any, ...]] = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-
-    def run(self) -> None:
-        with psycopg.connect(self.conninfo, autocommit=True) as conn:
-            while not self.stop.is_set():
-                self.samples.extend(conn.execute(self.query).fetchall())
-                time.sleep(0.01)
-
-    def __enter__(self) -> Sampler:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join()
 
 
 def test_queue_cap_holds_across_three_processes(

@@ -163,7 +163,7 @@ def test_reset_hands_edited_fields_back_to_settings(engine) -> None:  # type: ig
             "QUEUE_ENGINE['QUEUES']['emails'] has unknown setting(s) concurrency; the settings "
             "are paused, max_concurrency, rate_limit, rate_window, lock_duration, "
             "group_concurrency, retain_succeeded, retain_failed, retain_cancelled, "
-            "rate_limit_per_key.",
+            "rate_limit_per_key, fair_share.",
         ),
         (
             {"QUEUE_DEFAULTS": {"paused": "no"}},

@@ -17,7 +17,7 @@ from queue_engine.console import charts, job_filters
 from queue_engine.console.access import operator_required, viewer_required
 from queue_engine.console.queue_form import config_rows
 from queue_engine.exceptions import OpsError
-from queue_engine.models import GroupLimit, QueueConfig
+from queue_engine.models import GroupLimit, GroupWeight, QueueConfig
 from queue_engine.ops import queues as ops_queues
 from queue_engine.templatetags.queue_engine import duration
 
@@ -155,6 +155,7 @@ def queue(request: HttpRequest, name: str) -> HttpResponse:
             "throughput_chart": throughput_chart,
             "latency_chart": latency_chart,
             "group_limits": GroupLimit.objects.filter(queue=name).order_by("group_key"),
+            "group_weights": GroupWeight.objects.filter(queue=name).order_by("group_key"),
             "recent": recent.jobs,
             "rows": config_rows(name, context["config"]),
         },
