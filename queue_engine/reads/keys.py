@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.db import connection
 
 from queue_engine import sql
-from queue_engine.models import GroupLimit, QueueConfig
+from queue_engine.models import GroupLimit, GroupWeight, QueueConfig
 
 __all__ = ["KEYS_SHOWN", "SHARE_WINDOW", "KeyStats", "QueueKeys", "queue_keys"]
 
@@ -28,6 +28,7 @@ class KeyStats:
     cap: int | None  # its concurrency cap: its own (GroupLimit), else the queue's; None: none
     rate: int | None = None  # its starts allowed per rate window, when the limit is per key
     rate_used: int = 0  # of those, started in the current window
+    weight: int | None = None  # its turns for another key's one, in a fair queue
 
     @property
     def rate_left(self) -> int | None:
@@ -41,6 +42,7 @@ class QueueKeys:
     total: int  # keys with jobs waiting or running, or started in the window
     window: int
     rate_window: int | None = None  # seconds, when the queue's rate limit applies per key
+    fair: bool = False  # claims take turns between the keys (fair_share)
 
 
 def queue_keys(queue: str, *, limit: int = KEYS_SHOWN, window: int = SHARE_WINDOW) -> QueueKeys:
@@ -70,6 +72,16 @@ def queue_keys(queue: str, *, limit: int = KEYS_SHOWN, window: int = SHARE_WINDO
         rate = limit.rate_limit if limit and limit.rate_limit is not None else per_key.rate_limit
         return cap, rate
 
+    fair = config is not None and config.fair_share
+    weights = (
+        dict(
+            GroupWeight.objects.filter(queue=queue, group_key__in=names).values_list(
+                "group_key", "weight"
+            )
+        )
+        if fair
+        else {}
+    )
     keys = []
     for key, waiting, running, started, all_started, _total in rows:
         cap, rate = limits(key)
@@ -83,6 +95,7 @@ def queue_keys(queue: str, *, limit: int = KEYS_SHOWN, window: int = SHARE_WINDO
                 cap=cap,
                 rate=rate,
                 rate_used=used.get(key, 0),
+                weight=weights.get(key, 1) if fair else None,
             )
         )
     return QueueKeys(
@@ -91,4 +104,5 @@ def queue_keys(queue: str, *, limit: int = KEYS_SHOWN, window: int = SHARE_WINDO
         total=rows[0][5] if rows else 0,
         window=window,
         rate_window=per_key.rate_window if per_key is not None else None,
+        fair=fair,
     )

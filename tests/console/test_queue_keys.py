@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from queue_engine import reads
-from queue_engine.models import ClaimLog, GroupLimit, Job, QueueConfig
+from queue_engine.models import ClaimLog, GroupLimit, GroupWeight, Job, QueueConfig
 from tests.support.history import history_row
 
 pytestmark = pytest.mark.django_db
@@ -98,3 +98,17 @@ def test_with_a_rate_limit_per_key_each_key_shows_what_it_may_still_start(viewer
     page = viewer.get(reverse("queue_engine:queue", args=["tenants"])).content.decode()
     assert "Rate budget left" in page
     assert re.search(r"6 <span class=\"muted\">of 10 per 1 min", page)
+
+
+def test_a_fair_queue_shows_each_keys_weight(viewer: Any) -> None:
+    QueueConfig.objects.update_or_create(name="tenants", defaults={"fair_share": True})
+    GroupWeight.objects.create(queue="tenants", group_key="acme", weight=3)
+    job("acme", "available")
+    job("globex", "available")
+
+    keys = reads.queue_keys("tenants")
+
+    assert keys.fair and [(k.key, k.weight) for k in keys.keys] == [("acme", 3), ("globex", 1)]
+    page = viewer.get(reverse("queue_engine:queue", args=["tenants"])).content.decode()
+    assert "Claims take turns between the keys (fair share)" in page
+    assert re.search(r'<th scope="row" class="mono">acme</th>.*?<td class="num">3</td>', page, re.S)
