@@ -73,6 +73,7 @@ class Workers:
                 "DJANGO_SETTINGS_MODULE": "jobsite.settings",
                 "PYTHONUNBUFFERED": "1",
                 "JOBSITE_DB_POOL": "0",  # importing jobsite.asgi in a test sets it for daphne
+                "JOBSITE_SERVICE_EVENTS": "1",  # tests wait for leader services' steps
             }
         )
         env.update(extra)

@@ -26,6 +26,7 @@ from queue_engine.enqueueing.prepare import prepare
 from queue_engine.exceptions import EnqueueError
 from queue_engine.schedules.api import fire_spec
 from queue_engine.schedules.recurrence import Due, Recurrence
+from queue_engine.worker.services.service import Service
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -224,3 +225,11 @@ def _report(row: DueRow, due: Due, job_id: int) -> None:
         )
     else:
         log.debug("schedule %s: job %s for %s", row.name, job_id, due.fire_time.isoformat())
+
+
+class Scheduler(Service):
+    name = "scheduler"
+    interval = 0.0  # every leader tick: a schedule fires at most a tick late
+
+    async def run(self, conn: psycopg.AsyncConnection) -> bool:
+        return (await fire_due_schedules(conn)).more
