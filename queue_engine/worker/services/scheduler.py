@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 
 from queue_engine import sql
+from queue_engine.enqueueing.dedup import DEDUP_ATTEMPTS, insert_or_find_holder_async
 from queue_engine.enqueueing.prepare import prepare
 from queue_engine.exceptions import EnqueueError
 from queue_engine.schedules.api import fire_spec
@@ -180,15 +181,15 @@ async def _fire(conn: psycopg.AsyncConnection, row: DueRow) -> int | None:
 async def _insert(
     conn: psycopg.AsyncConnection, kind: str, dedup_key: str | None, params: dict[str, Any]
 ) -> int:
-    for _ in range(5):
-        cur = await conn.execute(sql.INSERT_JOB_DEDUP, params)
-        inserted = await cur.fetchone()
+    assert dedup_key is not None  # fire_spec always gives one
+    for _ in range(DEDUP_ATTEMPTS):
+        inserted, holder = await insert_or_find_holder_async(
+            conn, sql.INSERT_JOB_DEDUP, params, kind, dedup_key
+        )
         if inserted is not None:
             return int(inserted[0])
-        cur = await conn.execute(sql.SELECT_JOB_ID_BY_DEDUP_KEY, [kind, dedup_key])
-        holder = await cur.fetchone()  # this fire time's job is already there
-        if holder is not None:
-            return int(holder[0])
+        if holder is not None:  # this fire time's job is already there
+            return holder
     raise psycopg.errors.UniqueViolation(f"dedup key {dedup_key!r} kept changing hands")
 
 
