@@ -110,14 +110,7 @@ async def _fire(conn: psycopg.AsyncConnection, row: DueRow) -> int | None:
         due = row.recurrence.due(row.next_fire_at, row.now)
     except Exception as exc:  # a timing that no longer computes (a time zone gone, say)
         log.error("schedule %s: %s; trying again in an hour", row.name, exc)
-        await _advance(
-            conn,
-            row,
-            next_fire_at=row.now + RETRY_BROKEN_TIMING,
-            fired_at=None,
-            job_id=None,
-            error=str(exc),
-        )
+        await _pass(conn, row, row.now + RETRY_BROKEN_TIMING, str(exc))
         return None
     if row.missed_fire_policy == "skip" and row.now - due.fire_time > MISFIRE_GRACE:
         log.info(
@@ -126,9 +119,7 @@ async def _fire(conn: psycopg.AsyncConnection, row: DueRow) -> int | None:
             due.missed + 1,
             due.fire_time.isoformat(),
         )
-        await _advance(
-            conn, row, next_fire_at=due.next_fire_at, fired_at=None, job_id=None, error=""
-        )
+        await _pass(conn, row, due.next_fire_at, "")
         return None
     try:
         prepared = prepare(
@@ -150,9 +141,7 @@ async def _fire(conn: psycopg.AsyncConnection, row: DueRow) -> int | None:
             due.fire_time.isoformat(),
             reason,
         )
-        await _advance(
-            conn, row, next_fire_at=due.next_fire_at, fired_at=None, job_id=None, error=reason
-        )
+        await _pass(conn, row, due.next_fire_at, reason)
         return None
     try:
         async with conn.transaction():  # a savepoint: one bad schedule spoils no other
@@ -170,9 +159,7 @@ async def _fire(conn: psycopg.AsyncConnection, row: DueRow) -> int | None:
     except psycopg.Error as exc:
         reason = " ".join(str(exc).split())[:500]
         log.error("schedule %s: enqueue failed: %s", row.name, reason)
-        await _advance(
-            conn, row, next_fire_at=due.next_fire_at, fired_at=None, job_id=None, error=reason
-        )
+        await _pass(conn, row, due.next_fire_at, reason)
         return None
     _report(row, due, job_id)
     return job_id
@@ -213,6 +200,13 @@ async def _advance(
             "error": error,
         },
     )
+
+
+async def _pass(
+    conn: psycopg.AsyncConnection, row: DueRow, next_fire_at: datetime, error: str
+) -> None:
+    """Move the schedule on without a job this time, noting why (`error`, or "")."""
+    await _advance(conn, row, next_fire_at=next_fire_at, fired_at=None, job_id=None, error=error)
 
 
 def _report(row: DueRow, due: Due, job_id: int) -> None:
