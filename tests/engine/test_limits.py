@@ -31,6 +31,7 @@ class Sampler:
         with psycopg.connect(self.conninfo, autocommit=True) as conn:
             while not self.stop.is_set():
                 self.samples.extend(conn.execute(self.query).fetchall())
+                # The sampler's pace, not a wait.
                 time.sleep(0.01)
 
     def __enter__(self) -> Sampler:
@@ -70,6 +71,7 @@ def test_a_cancelled_handler_that_runs_on_keeps_its_slot_under_the_cap(
     wait_for(lambda: Job.objects.filter(pk=first, state="running").exists(), timeout=15)
 
     ops.cancel_job(first, actor="ops")
+    # A window: the cancelled job keeps the only slot; the next must not start.
     time.sleep(1.0)
 
     # Still running (asked to stop), holding the only slot; the next one waits.

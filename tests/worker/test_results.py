@@ -71,7 +71,8 @@ def test_views_get_a_job_result_when_it_ends_woken_by_listen_not_a_poll(
     threads = [threading.Thread(target=call_sync), threading.Thread(target=call_async)]
     for thread in threads:
         thread.start()
-    time.sleep(0.5)  # both are waiting now
+    # Stands for 'both calls wait now', which nothing outside them shows.
+    time.sleep(0.5)
     send_signal(sync_id, "go", "a")
     send_signal(sync_id, "go", "b")
     send_signal(async_id, "go", "c")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -24,6 +23,7 @@ from queue_engine.models import (
 from queue_engine.worker.services import Rollup, roll_up, rollup, rollup_slices
 from tests.support.history import database_now, history_row, rolled_up_to
 from tests.support.services import run_service
+from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -125,13 +125,14 @@ def away_from_a_watermark_step() -> datetime:
 
     Two passes that straddle that step roll up to different minutes, which says nothing
     about the rollup; the test waits the step out instead."""
-    now = database_now()  # the test runs in autocommit: now() is the clock
-    settled = now - rollup.SETTLED
-    to_step = 60 - settled.second - settled.microsecond / 1e6
-    if to_step < 15:
-        time.sleep(to_step + 0.5)
-        now = database_now()
-    return now
+
+    def away() -> datetime | None:
+        now = database_now()  # the test runs in autocommit: now() is the clock
+        settled = now - rollup.SETTLED
+        return now if 60 - settled.second - settled.microsecond / 1e6 >= 15 else None
+
+    moment: datetime = wait_for(away, timeout=20, interval=0.2, message="the watermark's step")
+    return moment
 
 
 def test_the_rollup_matches_the_raw_rows(conninfo: str) -> None:
