@@ -19,6 +19,7 @@
 | JOBSITE_ACCESS_LOG    | 0                                | 1: a line per HTTP request and websocket |
 |                       |                                  | event, and Django's 4xx WARNINGs         |
 | JOBSITE_LOG_FORMAT    | text                             | runworker's log: text, or json lines     |
+| JOBSITE_SERVICE_EVENTS | 0                               | QUEUE_ENGINE["SERVICE_EVENTS"] (tests)   |
 """
 
 from __future__ import annotations
@@ -187,6 +188,7 @@ QUEUE_ENGINE: dict[str, Any] = {
     "OPENTELEMETRY": env_bool("JOBSITE_OPENTELEMETRY", True),
     # "auto": daphne serves the console's websockets (jobsite/asgi.py), so pages connect one.
     "LIVE_UPDATES": os.environ.get("JOBSITE_LIVE_UPDATES", "auto"),
+    "SERVICE_EVENTS": env_bool("JOBSITE_SERVICE_EVENTS", False),
 }
 
 ACCESS_LOG = env_bool("JOBSITE_ACCESS_LOG", False)

@@ -77,6 +77,33 @@ def _each(
         modeladmin.message_user(request, f"{done}: {count}.", messages.SUCCESS)
 
 
+type AdminAction = Callable[[Any, HttpRequest, QuerySet[Any]], None]
+
+
+def each_action(
+    operation: Callable[..., object],
+    done: str,
+    *,
+    key: str,
+    description: str,
+    permission: str = "operate",
+) -> AdminAction:
+    """An admin action that applies `operation(item, actor=user)` to the `key` (id or
+    name) of each selected row, as `_each` reports."""
+
+    @admin.action(permissions=[permission], description=description)
+    def action(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        _each(
+            request,
+            modeladmin,
+            list(queryset.values_list(key, flat=True)),
+            lambda item: operation(item, actor=request.user),
+            done,
+        )
+
+    return action
+
+
 # --- jobs ------------------------------------------------------------------------------
 
 MASKED = ("payload", "result", "meta")
@@ -130,15 +157,12 @@ class JobAdmin(MaskedJobAdmin):
         count = ops.cancel_jobs(ids, actor=request.user)
         self.message_user(request, f"Cancelled {count} job(s); running ones were told to stop.")
 
-    @admin.action(permissions=["operate"], description="Run the selected waiting jobs now")
-    def retry(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
-        _each(
-            request,
-            self,
-            list(queryset.values_list("id", flat=True)),
-            lambda i: ops.retry_job(i, actor=request.user),
-            "Made available now",
-        )
+    retry = each_action(
+        ops.retry_job,
+        "Made available now",
+        key="id",
+        description="Run the selected waiting jobs now",
+    )
 
 
 @admin.register(JobRecord)
@@ -162,15 +186,9 @@ class JobRecordAdmin(MaskedJobAdmin):
             f"Redrove {count} job(s); jobs that had not failed or been cancelled were left alone.",
         )
 
-    @admin.action(permissions=["operate"], description="Run the selected jobs again")
-    def retry(self, request: HttpRequest, queryset: QuerySet[JobRecord]) -> None:
-        _each(
-            request,
-            self,
-            list(queryset.values_list("id", flat=True)),
-            lambda i: ops.retry_job(i, actor=request.user),
-            "Queued again",
-        )
+    retry = each_action(
+        ops.retry_job, "Queued again", key="id", description="Run the selected jobs again"
+    )
 
 
 # --- queues ----------------------------------------------------------------------------
@@ -241,39 +259,22 @@ class QueueConfigAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-
             obj.name, actor=request.user, **{f: form.cleaned_data[f] for f in fields}
         )
 
-    @admin.action(permissions=["operate"], description="Pause the selected queues")
-    def pause(self, request: HttpRequest, queryset: QuerySet[QueueConfig]) -> None:
-        _each(
-            request,
-            self,
-            list(queryset.values_list("name", flat=True)),
-            lambda n: ops_queues.pause_queue(n, actor=request.user),
-            "Paused",
-        )
+    pause = each_action(
+        ops_queues.pause_queue, "Paused", key="name", description="Pause the selected queues"
+    )
 
-    @admin.action(permissions=["operate"], description="Resume the selected queues")
-    def resume(self, request: HttpRequest, queryset: QuerySet[QueueConfig]) -> None:
-        _each(
-            request,
-            self,
-            list(queryset.values_list("name", flat=True)),
-            lambda n: ops_queues.resume_queue(n, actor=request.user),
-            "Resumed",
-        )
+    resume = each_action(
+        ops_queues.resume_queue, "Resumed", key="name", description="Resume the selected queues"
+    )
 
-    @admin.action(
-        permissions=["change"],
+    reset = each_action(
+        ops_queues.reset_queue_config,
+        "Limits and retention reset to settings, pause state kept",
+        key="name",
         description="Hand the selected queues' edited limits and retention back to "
         "QUEUE_ENGINE settings (paused queues stay paused)",
+        permission="change",
     )
-    def reset(self, request: HttpRequest, queryset: QuerySet[QueueConfig]) -> None:
-        _each(
-            request,
-            self,
-            list(queryset.values_list("name", flat=True)),
-            lambda n: ops_queues.reset_queue_config(n, actor=request.user),
-            "Limits and retention reset to settings, pause state kept",
-        )
 
 
 @admin.register(GroupWeight)
@@ -413,45 +414,28 @@ class ScheduleAdmin(OperatorActions, admin.ModelAdmin):  # type: ignore[type-arg
     def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
         ops.remove_schedule(obj.name, actor=request.user)
 
-    @admin.action(permissions=["operate"], description="Enable the selected schedules")
-    def enable(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
-        _each(
-            request,
-            self,
-            list(queryset.values_list("name", flat=True)),
-            lambda n: ops.enable_schedule(n, actor=request.user),
-            "Enabled",
-        )
+    enable = each_action(
+        ops.enable_schedule, "Enabled", key="name", description="Enable the selected schedules"
+    )
 
-    @admin.action(permissions=["operate"], description="Disable the selected schedules")
-    def disable(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
-        _each(
-            request,
-            self,
-            list(queryset.values_list("name", flat=True)),
-            lambda n: ops.disable_schedule(n, actor=request.user),
-            "Disabled",
-        )
+    disable = each_action(
+        ops.disable_schedule, "Disabled", key="name", description="Disable the selected schedules"
+    )
 
-    @admin.action(permissions=["operate"], description="Run the selected schedules' jobs now")
-    def run_now(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
-        _each(
-            request,
-            self,
-            list(queryset.values_list("name", flat=True)),
-            lambda n: ops.run_schedule_now(n, actor=request.user),
-            "Enqueued",
-        )
+    run_now = each_action(
+        ops.run_schedule_now,
+        "Enqueued",
+        key="name",
+        description="Run the selected schedules' jobs now",
+    )
 
-    @admin.action(permissions=["delete"], description="Remove the selected schedules")
-    def remove(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
-        _each(
-            request,
-            self,
-            list(queryset.values_list("name", flat=True)),
-            lambda n: ops.remove_schedule(n, actor=request.user),
-            "Removed",
-        )
+    remove = each_action(
+        ops.remove_schedule,
+        "Removed",
+        key="name",
+        description="Remove the selected schedules",
+        permission="delete",
+    )
 
 
 # --- the rest, read-only ---------------------------------------------------------------

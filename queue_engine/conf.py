@@ -75,6 +75,9 @@ DEFAULTS: dict[str, Any] = {
     # Seconds a leaf of the partitioned history spans; None: a quarter of the longest
     # retention window of its state, from a minute to a day (queue_engine.history).
     "HISTORY_PARTITION": None,
+    # A NOTIFY on `queue_engine_service` after each step of a leader service, for tests
+    # that wait for one (queue_engine.worker.services.runner).
+    "SERVICE_EVENTS": False,
 }
 
 

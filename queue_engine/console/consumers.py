@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -67,6 +68,8 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
     min_interval = 0.3  # seconds between two pushes
     refresh_every = 5.0  # seconds between pushes with no hint at all
     access_every = 2.0  # seconds between two checks that the user may still see the console
+    query: QueryDict | None = None  # what a list page shows, once it has said (`shows`)
+    last_sent = ""  # what `only_news` last let through
 
     def live_groups(self) -> list[str]:
         return [EVERYONE]
@@ -210,6 +213,31 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         `page_request`) when the partial builds links from its query string."""
         return render_to_string(template, {**context, **self.render_context}, request=request)
 
+    def fragments(
+        self,
+        template: str,
+        parts: Iterable[str],
+        context: dict[str, Any],
+        request: HttpRequest | None = None,
+    ) -> str:
+        """The page's partials `template#part`, one after the other."""
+        return "".join(self.fragment(f"{template}#{part}", context, request) for part in parts)
+
+    def only_news(self, html: str, *, seen_as: str | None = None, full: bool = False) -> str:
+        """`html`, or "" when the page shows it already: when what it is `seen_as` (itself
+        by default) equals what was last sent. A `full` push is sent whatever it holds."""
+        seen = html if seen_as is None else seen_as
+        if seen == self.last_sent and not full:
+            return ""
+        self.last_sent = seen
+        return html
+
+    def shows(self, query: QueryDict) -> None:
+        """The page swapped in what `query` selects: push all of it that is news."""
+        self.query = query
+        self.last_sent = ""
+        self.request(FULL)
+
     def page_request(self, path: str, query: QueryDict) -> HttpRequest:
         """A GET of the page this socket serves, for the template tags that read one."""
         request = HttpRequest()
@@ -238,7 +266,7 @@ class OverviewConsumer(LiveConsumer):
         if slow:
             self.slow_at, self.trends = now, context["trends"]
             parts += ["failures", "health"]
-        return "".join(self.fragment(f"queue_engine/overview.html#{p}", context) for p in parts)
+        return self.fragments("queue_engine/overview.html", parts, context)
 
 
 class QueueConsumer(LiveConsumer):
@@ -255,9 +283,8 @@ class QueueConsumer(LiveConsumer):
         except Http404:  # the queue is gone: nothing to update
             return ""
         context.update(keys_context(self.queue_name))
-        return "".join(
-            self.fragment(f"queue_engine/queue.html#{p}", context)
-            for p in ("queue-counts", "queue-badge", "queue-keys")
+        return self.fragments(
+            "queue_engine/queue.html", ("queue-counts", "queue-badge", "queue-keys"), context
         )
 
 
@@ -289,9 +316,10 @@ class JobConsumer(LiveConsumer):
             context = detail_context(job, self.around)
             self.last_log_id = context["last_log_id"]
             self.appending = not context["log_more_after"]
-            return "".join(
-                self.fragment(f"queue_engine/job.html#{p}", context)
-                for p in ("job-state", "job-result", "job-steps", "job-errors", "log-lines")
+            return self.fragments(
+                "queue_engine/job.html",
+                ("job-state", "job-result", "job-steps", "job-errors", "log-lines"),
+                context,
             )
         parts = [
             self.fragment("queue_engine/job.html#job-state", state_context(job)),
@@ -299,10 +327,9 @@ class JobConsumer(LiveConsumer):
         ]
         if "jobs" in dirty:
             context = outcome_context(job)
-            parts += [
-                self.fragment(f"queue_engine/job.html#{p}", context)
-                for p in ("job-result", "job-errors")
-            ]
+            parts.append(
+                self.fragments("queue_engine/job.html", ("job-result", "job-errors"), context)
+            )
         if not self.appending:
             return "".join(parts)
         lines = reads.log_lines_after(self.job_id, self.last_log_id, limit=reads.LOG_TAIL + 1)
@@ -326,7 +353,6 @@ class FlowConsumer(LiveConsumer):
 
     async def setup(self) -> bool:
         self.flow_id = int(self.scope["url_route"]["kwargs"]["flow_id"])
-        self.last_sent = ""
         return True
 
     def live_groups(self) -> list[str]:
@@ -343,14 +369,12 @@ class FlowConsumer(LiveConsumer):
                 self.flow_id,
             )
         else:
-            html = "".join(
-                self.fragment(f"queue_engine/flow.html#{p}", context)
-                for p in ("flow-head", "flow-data", "flow-timeline", "flow-nodes")
+            html = self.fragments(
+                "queue_engine/flow.html",
+                ("flow-head", "flow-data", "flow-timeline", "flow-nodes"),
+                context,
             )
-        if html == self.last_sent and FULL not in dirty:
-            return ""
-        self.last_sent = html
-        return html
+        return self.only_news(html, full=FULL in dirty)
 
 
 class JobsConsumer(LiveConsumer):
@@ -366,7 +390,6 @@ class JobsConsumer(LiveConsumer):
 
     async def setup(self) -> bool:
         self.shown: dict[int, str] = {}
-        self.query: QueryDict | None = None
         self.newer_sent: tuple[int, bool] = (0, False)
         self.tabs_sent: list[job_tabs.StateTab] = []
         return True
@@ -381,10 +404,9 @@ class JobsConsumer(LiveConsumer):
                 for row in message["rows"][: self.max_rows]
                 if isinstance(row, list) and len(row) == 2 and isinstance(row[0], int)
             }
-            self.query = QueryDict(str(message.get("query", "")))
             self.newer_sent = (0, False)  # a fresh list shows no notice
             self.tabs_sent = []
-            self.request(FULL)
+            self.shows(QueryDict(str(message.get("query", ""))))
             return
         await super().handle(message)
 

@@ -18,7 +18,7 @@ from typing import Any
 from django.http import HttpRequest, QueryDict
 from django.urls import reverse
 
-from queue_engine.console.consumers import FULL, LiveConsumer
+from queue_engine.console.consumers import LiveConsumer
 from queue_engine.console.views import (
     audit,
     dead,
@@ -101,15 +101,11 @@ class PageConsumer(LiveConsumer):
         self.page = page
         self.refresh_every = page.refresh_every
         self.min_interval = page.min_interval
-        self.query: QueryDict | None = None
-        self.last_sent = ""
         return True
 
     async def handle(self, message: dict[str, Any]) -> None:
         if isinstance(message.get("query"), str):
-            self.query = QueryDict(message["query"][:2000])
-            self.last_sent = ""  # the page swapped its rows in: whatever comes next is news
-            self.request(FULL)
+            self.shows(QueryDict(message["query"][:2000]))
             return
         await super().handle(message)
 
@@ -118,12 +114,5 @@ class PageConsumer(LiveConsumer):
             return ""
         request = self.page_request(reverse(self.page.route), self.query)
         context = self.page.context(request)
-        html = "".join(
-            self.fragment(f"{self.page.template}#{part}", context, request)
-            for part in self.page.parts
-        )
-        shown = TIME_TEXT.sub(r"\1\2", html)
-        if shown == self.last_sent:
-            return ""
-        self.last_sent = shown
-        return html
+        html = self.fragments(self.page.template, self.page.parts, context, request)
+        return self.only_news(html, seen_as=TIME_TEXT.sub(r"\1\2", html))

@@ -17,6 +17,7 @@ from queue_engine.definitions import (
     Call,
     JobDefinition,
 )
+from queue_engine.enqueueing.dedup import DEDUP_ATTEMPTS
 from queue_engine.enqueueing.hooks import producing
 from queue_engine.enqueueing.prepare import (
     JobSpec,
@@ -151,7 +152,7 @@ def insert_rows(rows: list[Row]) -> list[int]:
             end = start + INSERT_CHUNK
             inserted |= _insert_unnest(cursor.connection, rows[start:end], ids[start:end], now)
         holders: dict[tuple[str, str | None], int] = {}
-        for _ in range(5):
+        for _ in range(DEDUP_ATTEMPTS):
             missing = [
                 (row.kind, row.dedup_key)
                 for row, i in zip(rows, ids, strict=True)

@@ -20,6 +20,7 @@ from queue_engine.definitions import (
     EnqueueOptions,
     JobDefinition,
 )
+from queue_engine.enqueueing.dedup import DEDUP_ATTEMPTS, insert_or_find_holder
 from queue_engine.enqueueing.hooks import producing, resolved
 from queue_engine.enqueueing.prepare import (
     JobSpec,
@@ -90,22 +91,22 @@ def _insert(row: Row, *, debounce: bool) -> Job:
         return _job(row, inserted, deduplicated=False)
     params = row.params()
     with transaction.atomic(), bound_cursor() as cursor:
-        for _ in range(5):
-            cursor.execute(
+        for _ in range(DEDUP_ATTEMPTS):
+            found, holder = insert_or_find_holder(
+                cursor,
                 sql.UPSERT_JOB_DEBOUNCED if debounce else sql.INSERT_JOB_DEDUP,
                 params,
+                row.kind,
+                row.dedup_key,
                 prepare=use_prepared,
             )
-            found = cursor.fetchone()
             if found is not None:
                 if debounce and found[-1] and found[1] == "available":
                     cursor.execute(sql.NOTIFY_WAKE_JOB, [found[0]])
                 return _job(row, found, deduplicated=found[-1])
-            cursor.execute(sql.SELECT_JOB_ID_BY_DEDUP_KEY, [row.kind, row.dedup_key])
-            holder = cursor.fetchone()
             if holder is None:
                 continue  # the holder ended between the two statements: insert again
-            existing = Job.objects.filter(pk=holder[0]).first()
+            existing = Job.objects.filter(pk=holder).first()
             if existing is None:
                 continue  # and that holder ended since: insert again
             if debounce and existing.state == "running":

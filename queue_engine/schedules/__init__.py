@@ -9,6 +9,7 @@ now, remove) are in `queue_engine.ops`.
 from queue_engine.exceptions import ScheduleError
 from queue_engine.schedules.api import (
     Declaration,
+    ScheduleOptions,
     declaration,
     declare_configured,
     save_declaration,
@@ -19,6 +20,7 @@ from queue_engine.schedules.api import (
 __all__ = [
     "Declaration",
     "ScheduleError",
+    "ScheduleOptions",
     "declaration",
     "declare_configured",
     "save_declaration",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from django.db import connection, transaction
 
@@ -45,6 +45,23 @@ SETTINGS_KEYS = {
 }
 
 
+class ScheduleOptions(TypedDict, total=False):
+    """What a schedule's job and firing take besides its timing, each optional.
+
+    payload: the job's arguments by name; a value "{fire_time}" becomes the ISO fire time.
+    queue, priority: override the kind's. enabled: None (the default) keeps an existing
+    schedule's state, and a new schedule starts enabled. missed: "run_once" (default) or
+    "skip" for fire times missed while nothing ran. source: who declares it ("code").
+    """
+
+    payload: Mapping[str, Any] | None
+    queue: str | None
+    priority: int | None
+    enabled: bool | None
+    missed: Missed
+    source: Source
+
+
 @dataclass(frozen=True)
 class Declaration:
     """A validated schedule, ready to write."""
@@ -65,33 +82,15 @@ def upsert_interval(
     job: JobDefinition | str,
     *,
     every: float | timedelta,
-    payload: Mapping[str, Any] | None = None,
-    queue: str | None = None,
-    priority: int | None = None,
-    enabled: bool | None = None,
-    missed: Missed = "run_once",
     actor: Any = None,
-    source: Source = "code",
+    **options: Unpack[ScheduleOptions],
 ) -> Schedule:
     """Declare a job that runs every `every` seconds, first one interval from now.
 
     `enabled=None` keeps an existing schedule's state (an operator may have
-    disabled it); a new schedule starts enabled.
+    disabled it); a new schedule starts enabled. The options: `ScheduleOptions`.
     """
-    return save_declaration(
-        declaration(
-            name,
-            job,
-            every=every,
-            payload=payload,
-            queue=queue,
-            priority=priority,
-            enabled=enabled,
-            missed=missed,
-            source=source,
-        ),
-        actor=actor,
-    )
+    return save_declaration(declaration(name, job, every=every, **options), actor=actor)
 
 
 def upsert_cron(
@@ -100,29 +99,13 @@ def upsert_cron(
     *,
     cron: str,
     timezone: str = "UTC",
-    payload: Mapping[str, Any] | None = None,
-    queue: str | None = None,
-    priority: int | None = None,
-    enabled: bool | None = None,
-    missed: Missed = "run_once",
     actor: Any = None,
-    source: Source = "code",
+    **options: Unpack[ScheduleOptions],
 ) -> Schedule:
-    """Declare a job that runs on a 5-field cron expression read in `timezone`."""
+    """Declare a job that runs on a 5-field cron expression read in `timezone`. The
+    options: `ScheduleOptions`."""
     return save_declaration(
-        declaration(
-            name,
-            job,
-            cron=cron,
-            timezone=timezone,
-            payload=payload,
-            queue=queue,
-            priority=priority,
-            enabled=enabled,
-            missed=missed,
-            source=source,
-        ),
-        actor=actor,
+        declaration(name, job, cron=cron, timezone=timezone, **options), actor=actor
     )
 
 
@@ -133,14 +116,12 @@ def declaration(
     every: float | timedelta | None = None,
     cron: str | None = None,
     timezone: str = "UTC",
-    payload: Mapping[str, Any] | None = None,
-    queue: str | None = None,
-    priority: int | None = None,
-    enabled: bool | None = None,
-    missed: Missed = "run_once",
-    source: Source = "code",
+    **options: Unpack[ScheduleOptions],
 ) -> Declaration:
     """Check a schedule without writing anything (for forms); `save_declaration` writes it."""
+    unknown = sorted(set(options) - ScheduleOptions.__optional_keys__)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
     if (every is None) == (cron is None):
         raise ScheduleError(f"Schedule {name!r} needs exactly one of every (seconds) or cron.")
     if cron is not None:
@@ -153,7 +134,7 @@ def declaration(
                 "schedules; intervals are counted in seconds."
             )
         recurrence = Recurrence(every=check_every(every))
-    return _declaration(name, job, recurrence, payload, queue, priority, enabled, missed, source)
+    return _declaration(name, job, recurrence, options)
 
 
 def declare_configured(schedules: Mapping[str, Any] | None = None) -> list[str]:
@@ -253,16 +234,11 @@ def render_payload(template: Any, fire_time: str) -> Any:
 
 
 def _declaration(
-    name: object,
-    job: JobDefinition | str,
-    recurrence: Recurrence,
-    payload: Mapping[str, Any] | None,
-    queue: str | None,
-    priority: int | None,
-    enabled: bool | None,
-    missed: str,
-    source: Source,
+    name: object, job: JobDefinition | str, recurrence: Recurrence, options: ScheduleOptions
 ) -> Declaration:
+    payload = options.get("payload")
+    queue, priority = options.get("queue"), options.get("priority")
+    enabled, missed = options.get("enabled"), options.get("missed", "run_once")
     if not isinstance(name, str) or not 0 < len(name.strip()) <= 200 or name != name.strip():
         raise ScheduleError(
             f"A schedule name must be 1 to 200 characters without surrounding spaces, not {name!r}."
@@ -312,8 +288,8 @@ def _declaration(
         priority=priority,
         recurrence=recurrence,
         enabled=enabled,
-        missed=missed,  # type: ignore[arg-type]
-        source=source,
+        missed=missed,
+        source=options.get("source", "code"),
     )
 
 

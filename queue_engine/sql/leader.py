@@ -121,6 +121,12 @@ LEADER_LOCK_KEY = 7_146_010_351_917_311  # pg_try_advisory_lock key of the leade
 TRY_LEADER_LOCK = "SELECT pg_try_advisory_lock(%s)"
 
 
+# Tell listeners a leader service ran a step (worker/services/runner.py); only with
+# QUEUE_ENGINE["SERVICE_EVENTS"] on. Delivered at once: the leader's connection autocommits.
+SERVICE_EVENTS_CHANNEL = "queue_engine_service"
+SERVICE_RAN = "SELECT pg_notify('queue_engine_service', %s)"
+
+
 # A queue's right to empty a worker for its suspects (worker/quarantine.py): a session
 # advisory lock, one holder in the fleet per queue, freed when the holder's connection
 # ends. Takes the free ones among the queues given and returns them; never waits.

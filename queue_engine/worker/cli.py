@@ -9,10 +9,13 @@ import os
 import sys
 import time
 from argparse import ArgumentParser
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from queue_engine.conf import option
 from queue_engine.worker.logsetup import LOG_FORMATS, chosen_format, configure_logging
+
+if TYPE_CHECKING:
+    from queue_engine.worker.options import WorkerOptions
 
 
 def add_arguments(parser: ArgumentParser) -> None:
@@ -104,42 +107,13 @@ def run(options: dict[str, Any]) -> None:
         from queue_engine.worker.supervisor import supervise
 
         sys.exit(supervise(options["processes"], sys.argv, chosen_format(options["log_format"])))
-    from django.db import connections
-
-    from queue_engine.connections import conninfo
-    from queue_engine.worker.lifecycle import Worker, WorkerOptions
+    from queue_engine.worker.lifecycle import Worker
 
     configure_logging(options.get("verbosity", 1), chosen_format(options["log_format"]))
     declare_settings()
-    # Handler threads keep their Django connection between jobs, and check it only when
-    # it may have been closed (worker/connections.py); a pooled connection goes back to
-    # its pool after each job instead.
-    for alias in connections:
-        settings = connections[alias].settings_dict
-        if not settings["OPTIONS"].get("pool"):
-            settings["CONN_MAX_AGE"] = 300
-        settings["CONN_HEALTH_CHECKS"] = True
+    keep_django_connections()
     warn_of_a_small_pool(options["concurrency"])
-    worker = Worker(
-        WorkerOptions(
-            conninfo=conninfo(session=True),
-            queues=queues,
-            queue_weights=weights,
-            concurrency=options["concurrency"],
-            labels=sorted(split(options["labels"])),
-            worker_id=options["worker_id"],
-            burst=options["burst"],
-            poll_interval=options["poll_interval"] or float(option("POLL_INTERVAL")),
-            shutdown_timeout=(
-                options["shutdown_timeout"]
-                if options["shutdown_timeout"] is not None
-                else float(option("SHUTDOWN_TIMEOUT"))
-            ),
-            max_rescues=int(option("MAX_RESCUES")),
-            flow_release_chunk=int(option("FLOW_RELEASE_CHUNK")),
-            leader=not options["no_leader"],
-        )
-    )
+    worker = Worker(worker_options(options, queues, weights))
     settle_the_heap()
     code = asyncio.run(worker.run())
     if worker.threads.running:
@@ -154,6 +128,46 @@ def run(options: dict[str, Any]) -> None:
         sys.stdout.flush()
         os._exit(code)
     sys.exit(code)
+
+
+def keep_django_connections() -> None:
+    """Handler threads keep their Django connection between jobs, and check it only when
+    it may have been closed (worker/connections.py); a pooled connection goes back to
+    its pool after each job instead."""
+    from django.db import connections
+
+    for alias in connections:
+        settings = connections[alias].settings_dict
+        if not settings["OPTIONS"].get("pool"):
+            settings["CONN_MAX_AGE"] = 300
+        settings["CONN_HEALTH_CHECKS"] = True
+
+
+def worker_options(
+    options: dict[str, Any], queues: list[str], weights: dict[str, int] | None
+) -> WorkerOptions:
+    """The worker's options from the command's, QUEUE_ENGINE filling what they leave out."""
+    from queue_engine.connections import conninfo
+    from queue_engine.worker.lifecycle import WorkerOptions
+
+    return WorkerOptions(
+        conninfo=conninfo(session=True),
+        queues=queues,
+        queue_weights=weights,
+        concurrency=options["concurrency"],
+        labels=sorted(split(options["labels"])),
+        worker_id=options["worker_id"],
+        burst=options["burst"],
+        poll_interval=options["poll_interval"] or float(option("POLL_INTERVAL")),
+        shutdown_timeout=(
+            options["shutdown_timeout"]
+            if options["shutdown_timeout"] is not None
+            else float(option("SHUTDOWN_TIMEOUT"))
+        ),
+        max_rescues=int(option("MAX_RESCUES")),
+        flow_release_chunk=int(option("FLOW_RELEASE_CHUNK")),
+        leader=not options["no_leader"],
+    )
 
 
 def settle_the_heap() -> None:

@@ -14,20 +14,23 @@ from collections.abc import Sequence
 import psycopg
 
 from queue_engine import sql
+from queue_engine.conf import option
 from queue_engine.worker.outage import retry_waits
-from queue_engine.worker.services import PROMOTE_INTERVAL, Every
+from queue_engine.worker.services import Every, Service
 from queue_engine.worker.store import Connection
 
 log = logging.getLogger("queue_engine.worker")
 
 ELECTION_INTERVAL = 1.0
+TICK = 0.5  # seconds between the leader's passes: scheduled jobs start at most about this late
 
 
 class Leader:
-    def __init__(self, worker_id: str, connection: Connection, services: Sequence[Every]) -> None:
+    def __init__(self, worker_id: str, connection: Connection, services: Sequence[Service]) -> None:
         self.worker_id = worker_id
         self.connection = connection
-        self.services = services
+        events = bool(option("SERVICE_EVENTS"))
+        self.services = [Every(service, events=events) for service in services]
         self.is_leader = False
 
     async def run(self) -> None:
@@ -45,7 +48,7 @@ class Leader:
                     for service in self.services:
                         await service(conn)
                 waits = retry_waits()  # this went through: the next failure retries at once
-                await asyncio.sleep(PROMOTE_INTERVAL if self.is_leader else ELECTION_INTERVAL)
+                await asyncio.sleep(TICK if self.is_leader else ELECTION_INTERVAL)
             except asyncio.CancelledError:
                 raise
             except psycopg.Error as exc:

@@ -72,9 +72,11 @@ def stuck(env):
     env.keep({"scenario": "stuck", "value": 1.0})
     try:
         while True:
+            # Stuck on purpose, until the bench's deadline kills it.
             time.sleep(1)
     finally:
         while True:  # a fleet that never stops
+            # Stuck on purpose, until the bench's deadline kills it.
             time.sleep(1)
 
 run_scenario("stuck", stuck, BenchEnv(conninfo="", settings={}), deadline=0.5, grace=1.0)
@@ -161,6 +163,7 @@ def test_a_steady_run_whose_workers_stop_answering_ends_at_its_deadline(tmp_path
         give_up = time.monotonic() + 90
         while "steady at 20/s" not in log.read_text():
             assert bench.poll() is None and time.monotonic() < give_up, log.read_text()
+            # This wait's poll interval.
             time.sleep(0.1)
         fleet = runworkers(bench.pid)
         for pid in fleet:

@@ -118,6 +118,7 @@ def test_pausing_a_queue_stops_claims_until_resumed(
     page.click("button:has-text('Pause default')")  # the confirmation
     page.wait_for_selector("#queue-badge .s-paused")
     held = jobs.noop.enqueue()
+    # A window: no worker may take the held job while its queue is paused.
     time.sleep(1.5)
     still_waiting = Job.objects.filter(pk=held.id, state="available").exists()
     page.click("button:has-text('Resume…')")

@@ -64,6 +64,7 @@ def test_an_address_may_scrape_again_once_its_window_ends(metrics_on: None, sett
     for n in range(10):
         scrape(f"guess-{n}", "203.0.113.42")
     refused = scrape(TOKEN, "203.0.113.42")
+    # The one-second window passes: the condition is the clock itself.
     time.sleep(1.1)
 
     again = scrape(TOKEN, "203.0.113.42")

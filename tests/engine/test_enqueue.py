@@ -409,6 +409,7 @@ def test_a_delay_counts_from_the_call_not_from_the_start_of_the_transaction(how:
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")  # the transaction has begun
+        # The clock moves on inside the transaction: the gap the delay must not count.
         time.sleep(1.5)
         called = timezone.now()
         if how == "single":

@@ -45,6 +45,7 @@ def test_a_cancelled_handler_that_runs_on_keeps_its_slot_under_the_cap(
     wait_for(lambda: Job.objects.filter(pk=first, state="running").exists(), timeout=15)
 
     ops.cancel_job(first, actor="ops")
+    # A window: the cancelled job keeps the only slot; the next must not start.
     time.sleep(1.0)
 
     # Still running (asked to stop), holding the only slot; the next one waits.

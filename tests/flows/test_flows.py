@@ -6,7 +6,6 @@ import json
 import random
 import signal
 import threading
-import time
 from typing import Any
 
 import psycopg
@@ -27,12 +26,11 @@ from queue_engine.models import (
     FlowRun,
     Job,
     JobRecord,
-    WorkerProcess,
 )
 from queue_engine.ops import flows as ops_flows
 from tests.support import jobs
 from tests.support.flow_helpers import flow_state, records, succeed_by_hand
-from tests.support.workers import Workers, wait_for
+from tests.support.workers import Workers, listening, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -92,8 +90,7 @@ def test_a_child_only_another_worker_can_run_starts_without_waiting_for_its_poll
     flow.add("there", jobs.number.using(queue="elsewhere"), value=2, depends_on=["here"])
     flow_id = flow.submit()
     workers.start("--queues", "elsewhere", "--poll-interval", "30")
-    wait_for(lambda: WorkerProcess.objects.filter(queues=["elsewhere"]).exists())
-    time.sleep(1)  # its first claim has come back empty: it now waits for a wake-up
+    wait_for(listening, message="the worker to listen for wake-ups")
 
     workers.start("--queues", "flows")
     flow_state(flow_id, "succeeded", timeout=10)

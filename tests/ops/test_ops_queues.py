@@ -96,6 +96,7 @@ def test_pause_stops_claims_within_a_second_and_resume_restarts_them(workers: Wo
     waiting = []
     while time.monotonic() - paused_at < 2.5:
         waiting.append((time.monotonic() - paused_at, noop.enqueue().id))
+        # Paces the enqueues over the paused window the test watches.
         time.sleep(0.1)
     claimed = set(JobRecord.objects.values_list("id", flat=True)) | set(
         Job.objects.exclude(state="available").values_list("id", flat=True)

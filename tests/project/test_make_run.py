@@ -166,6 +166,7 @@ def test_ctrl_c_gives_a_running_job_its_shutdown_timeout(make_run: MakeRun) -> N
     job = jobs.cooperative.enqueue(seconds=3)
     wait_for(lambda: Job.objects.filter(pk=job.id, state="running").exists())
     make_run.note_processes()
+    # The job runs on a while before Ctrl-C: the shutdown must let it finish.
     time.sleep(0.5)
 
     make_run.ctrl_c()
@@ -199,6 +200,7 @@ def test_a_second_ctrl_c_aborts_running_jobs_at_once(make_run: MakeRun) -> None:
     make_run.note_processes()
 
     make_run.ctrl_c()
+    # The gap between the two Ctrl-Cs is what the test is about.
     time.sleep(0.1)
     make_run.ctrl_c()
     took = stopped_within(make_run, 10)
@@ -222,6 +224,7 @@ def test_make_run_prints_no_line_per_request(make_run: MakeRun) -> None:
     make_run.wait_until_serving()
 
     visit(make_run.port, PATHS)
+    # A window: a line per request would have been printed by now.
     time.sleep(1)
 
     output = make_run.output()

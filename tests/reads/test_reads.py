@@ -333,6 +333,7 @@ def test_a_job_moving_between_live_and_history_while_it_is_read_is_seen_once(
                 "'queue_engine_jobrecord'::regclass"
             ).fetchone():
                 assert time.monotonic() < deadline and not reading.done()
+                # This wait's poll interval.
                 time.sleep(0.01)
             if move == "cancel":
                 ops.cancel_job(job.id)

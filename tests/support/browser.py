@@ -67,6 +67,7 @@ class Server:
                 socket.create_connection(("127.0.0.1", self.port), 0.2).close()
                 return
             except OSError:
+                # This wait's poll interval.
                 time.sleep(0.1)
         raise RuntimeError(f"daphne did not listen within {timeout}s:\n{self.output()}")
 

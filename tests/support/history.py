@@ -8,7 +8,7 @@ from itertools import count
 
 from django.db import connection
 
-from queue_engine.models import FlowRun, JobRecord
+from queue_engine.models import FlowRun, JobLog, JobRecord, RollupState
 
 # History rows are moved jobs, whose ids they keep: ids given here start far above any
 # job a test enqueues.
@@ -53,3 +53,17 @@ def history_row(
         started_at=started,
         finished_at=finished,
     )
+
+
+def with_logs(records: list[JobRecord]) -> list[JobRecord]:
+    """Save these history rows, each with one log line."""
+    JobRecord.objects.bulk_create(records)
+    JobLog.objects.bulk_create(
+        JobLog(job_id=r.id, attempt=1, seq=1, stream="log", text="hi") for r in records
+    )
+    return records
+
+
+def rolled_up_to(moment: datetime | None) -> None:
+    """Set the metrics rollup's watermark, as if it had counted everything before it."""
+    RollupState.objects.update_or_create(name="metrics", defaults={"rolled_up_to": moment})

@@ -64,6 +64,7 @@ def record_execution(job_id: int, attempt: int) -> None:
 def record(ctx: Any, pause: float = 0.0) -> int:
     record_execution(ctx.job_id, ctx.attempt)
     if pause:
+        # The job's work.
         time.sleep(pause)
     return ctx.attempt
 
@@ -162,6 +163,7 @@ def backend(pause: float = 0.0) -> dict[str, Any]:
     the thread it ran on; one attempt only, so a query on a dead connection shows."""
     import threading
 
+    # The job's work.
     time.sleep(pause)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
@@ -207,6 +209,7 @@ def silent_sync(ctx: Any) -> None:
 @job(kind="tests.atomic_writer")
 def atomic_writer(ctx: Any, key: str, stall: float = 0.0) -> str:
     if stall:
+        # The job's work, before its atomic block.
         time.sleep(stall)
     with ctx.atomic(), connection.cursor() as cursor:
         cursor.execute("INSERT INTO test_effects (key, job_id) VALUES (%s, %s)", [key, ctx.job_id])
@@ -226,6 +229,7 @@ def report_once(ctx: Any, before: float, after: float) -> str:
 def atomic_hold(ctx: Any, seconds: float) -> str:
     """Hold its own job row locked in ctx.atomic() for `seconds`: a long transaction."""
     with ctx.atomic():
+        # The job's work.
         time.sleep(seconds)
     return "held"
 
@@ -250,6 +254,7 @@ def poison() -> None:
 
 @job(kind="tests.beside_poison", queue="poison")
 def beside_poison(seconds: float = 1.0) -> str:
+    # The job's work.
     time.sleep(seconds)
     return "done"
 
@@ -262,12 +267,14 @@ def returns_set() -> set[int]:
 @job(kind="tests.capped", queue="capped")
 def capped(ctx: Any, pause: float = 0.3) -> None:
     record_execution(ctx.job_id, ctx.attempt)
+    # The job's work.
     time.sleep(pause)
 
 
 @job(kind="tests.grouped", queue="grouped", group_key=lambda p: p["key"])
 def grouped(ctx: Any, key: str, pause: float = 0.3) -> None:
     record_execution(ctx.job_id, ctx.attempt)
+    # The job's work.
     time.sleep(pause)
 
 
@@ -410,6 +417,7 @@ def unstorable(ctx: Any, what: str = "", value: str = "ok", lines: list[str] | N
 @job(kind="tests.blocked_sync", queue="blocked", idle_timeout=1, max_attempts=1)
 def blocked_sync(ctx: Any, seconds: float, key: str = "") -> str:
     """Blocks without a word to ctx (no heartbeat, no ctx.sleep); then writes `key`."""
+    # The job's work.
     time.sleep(seconds)
     if key:
         with ctx.atomic(), connection.cursor() as cursor:
@@ -435,6 +443,7 @@ def span_sync(ctx: Any, seconds: float, cooperative: bool = False) -> str:
     if cooperative:
         told = ctx.sleep(seconds)
     else:
+        # The job's work.
         time.sleep(seconds)
         told = ctx.is_cancelled()
     record_span(ctx.job_id, ctx.attempt, "told" if told else "end")

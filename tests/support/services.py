@@ -1,13 +1,18 @@
-"""Run one leader service on its own connection to the test database, as the leader would."""
+"""Run one leader service on its own connection to the test database, as the leader
+would; and wait for the steps of the services a real worker's leader runs."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+
+from queue_engine import sql
 
 
 def run_service[T](conninfo: str, service: Callable[..., Awaitable[T]], **kwargs: Any) -> T:
@@ -21,3 +26,25 @@ def run_service[T](conninfo: str, service: Callable[..., Awaitable[T]], **kwargs
     # A thread of its own: the test's thread may hold an event loop already.
     with ThreadPoolExecutor(max_workers=1) as thread:
         return thread.submit(asyncio.run, once()).result()
+
+
+type WaitForStep = Callable[..., None]
+
+
+@contextmanager
+def service_steps(conninfo: str) -> Iterator[WaitForStep]:
+    """Listen for the leader's service events (QUEUE_ENGINE["SERVICE_EVENTS"], which the
+    test workers turn on) from here on; `wait(name, timeout)` returns after the next
+    step of that service to end after this began."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f"LISTEN {sql.SERVICE_EVENTS_CHANNEL}")
+
+        def wait(name: str, timeout: float = 10.0) -> None:
+            deadline = time.monotonic() + timeout
+            while (left := deadline - time.monotonic()) > 0:
+                for note in conn.notifies(timeout=left, stop_after=1):
+                    if note.payload == name:
+                        return
+            raise AssertionError(f"timed out after {timeout}s waiting for a step of {name}")
+
+        yield wait

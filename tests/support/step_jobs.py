@@ -34,6 +34,7 @@ def effect(job_id: int, step: str, attempt: int) -> dict[str, Any]:
 def second_step(ctx: JobContext, fail_on: int, hang_on: int) -> dict[str, Any]:
     done = effect(ctx.job_id, "two", ctx.attempt)
     if ctx.attempt == hang_on:  # the test kills the worker while this sleeps
+        # The job's work, longer than any test.
         time.sleep(60)
     if ctx.attempt == fail_on:
         raise ConnectionError(f"step two failed on attempt {ctx.attempt}")

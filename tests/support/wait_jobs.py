@@ -22,6 +22,7 @@ def wait_signal(
     payload = ctx.wait_for_signal("go", timeout=timeout)
     if hang_after and ctx.attempt == 1:  # the test kills the worker while this sleeps
         effect(ctx.job_id, "resumed", ctx.attempt)
+        # The job's work, longer than any test.
         time.sleep(60)
     ctx.step("after", effect, ctx.job_id, "after", ctx.attempt)
     return payload

@@ -14,6 +14,8 @@ from urllib.parse import quote
 
 from django.db import connection
 
+from queue_engine import sql
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -49,7 +51,34 @@ def wait_for(
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        # wait_for's poll interval.
         time.sleep(interval)
+
+
+def listening(count: int = 1) -> bool:
+    """Whether at least `count` workers' listeners have LISTENed on this database, and so
+    hear every wake-up and control message sent from now on (worker/listener.py)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND application_name = 'queue_engine listener' AND state = 'idle'"
+            " AND query = %s",
+            [sql.LISTEN_WORKER[-1]],
+        )
+        return int(cursor.fetchone()[0]) >= count
+
+
+def heard_of_each_other(ids: list[str]) -> bool:
+    """Whether each of these workers has beaten since the last of them registered, a
+    beat that reads the registry with all of them in it (worker/heartbeat.py); a margin
+    past the registration covers its commit."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) = %(n)s AND min(heartbeat_at) > max(started_at) + interval '0.1 s'"
+            " FROM queue_engine_workerprocess WHERE id = ANY(%(ids)s)",
+            {"n": len(ids), "ids": ids},
+        )
+        return bool(cursor.fetchone()[0])
 
 
 class Workers:
@@ -73,6 +102,7 @@ class Workers:
                 "DJANGO_SETTINGS_MODULE": "jobsite.settings",
                 "PYTHONUNBUFFERED": "1",
                 "JOBSITE_DB_POOL": "0",  # importing jobsite.asgi in a test sets it for daphne
+                "JOBSITE_SERVICE_EVENTS": "1",  # tests wait for leader services' steps
             }
         )
         env.update(extra)

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.test import RequestFactory
 
@@ -49,6 +50,18 @@ def parked(job_id: int) -> None:
     )
 
 
+def result_waiters() -> int:
+    """The calls of job_result/flow_result (and their async twins) waiting now: each
+    LISTENs on a connection of its own before it first reads (queue_engine.results)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND application_name = 'queue_engine result' AND state = 'idle'"
+            " AND query <> ''"  # its LISTEN done, not only connected
+        )
+        return int(cursor.fetchone()[0])
+
+
 def test_views_get_a_job_result_when_it_ends_woken_by_listen_not_a_poll(
     transactional_db: None, workers: Workers
 ) -> None:
@@ -71,7 +84,7 @@ def test_views_get_a_job_result_when_it_ends_woken_by_listen_not_a_poll(
     threads = [threading.Thread(target=call_sync), threading.Thread(target=call_async)]
     for thread in threads:
         thread.start()
-    time.sleep(0.5)  # both are waiting now
+    wait_for(lambda: result_waiters() == 2, message="both calls to listen for the end")
     send_signal(sync_id, "go", "a")
     send_signal(sync_id, "go", "b")
     send_signal(async_id, "go", "c")

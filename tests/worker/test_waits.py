@@ -100,6 +100,7 @@ def test_a_signal_committed_while_the_job_parks_wakes_it(step_runs: None, worker
     # waits for this transaction's lock on the job) and found none.
     with transaction.atomic():
         send_signal(job_id, "go", "in between")
+        # A window: the job's wait looks for mail while this transaction holds it.
         time.sleep(2)
 
     record = ended(job_id)

@@ -6,13 +6,11 @@ a hint that reached no worker able to take the job would leave it waiting half a
 
 from __future__ import annotations
 
-import time
-
 from queue_engine.models import JobRecord, WorkerProcess
 from queue_engine.worker.heartbeat import BEAT_MAX
 from queue_engine.worker.roster import Roster, Wake
 from tests.support import jobs
-from tests.support.workers import Workers, wait_for
+from tests.support.workers import Workers, heard_of_each_other, wait_for
 
 QUEUE = "hints"
 SLOW_POLL = ("--poll-interval", "30")
@@ -29,7 +27,11 @@ def start_fleet(workers: Workers, *flags: list[str]) -> list[str]:
         timeout=40,
         message="the workers to register",
     )
-    time.sleep(BEAT_MAX + 1)
+    wait_for(
+        lambda: heard_of_each_other(ids),
+        timeout=BEAT_MAX + 10,
+        message="a heartbeat of each worker after the last one registered",
+    )
     return ids
 
 

@@ -76,6 +76,7 @@ def wait_drained(cursor: Any, queue: str, timeout: float, workers: Workers) -> N
                 f"queue {queue!r} not drained after {timeout}s; left "
                 f"(state, attempt, count): {left}\n{tail(workers.output())}"
             )
+        # This wait's poll interval.
         time.sleep(0.1)
 
 
@@ -417,6 +418,7 @@ def test_kill_9_chaos_loses_nothing_and_succeeds_once(
                     procs[i] = workers.start(*args, env=env)
                     kills += 1
                     next_kill = now + KILL_EVERY
+            # The chaos loop's tick.
             time.sleep(0.05)
         elapsed = time.monotonic() - started
 
@@ -511,6 +513,7 @@ def test_terminated_connections_are_reopened(side_tables: None, workers: Workers
                     hits += hit
                     done += 1
                 next_fault = time.monotonic() + rng.uniform(1, 2)
+            # The chaos loop's tick.
             time.sleep(0.05)
 
         wait_drained(cursor, "record", timeout=60, workers=workers)
@@ -684,6 +687,7 @@ def test_postgres_restart_in_the_middle_of_a_run(private_pg) -> None:  # type: i
 
     left = server.scalar("SELECT count(*) FROM queue_engine_job")
     server.stop()  # pg_ctl stop -m fast: every connection is cut
+    # A window: the worker must outlive Postgres being down.
     time.sleep(2)
     assert proc.poll() is None, "the worker exited while Postgres was down"
     server.start()
@@ -766,6 +770,7 @@ def test_work_resumes_within_a_second_of_a_postgres_restart(private_pg) -> None:
         for down in RESTART_DOWNS:
             wait_for(lambda: private_connected(server), timeout=30, message="every connection")
             server.stop()
+            # Postgres stays down this long: the outage under test.
             time.sleep(down)
             starting = threading.Thread(target=server.start)
 
@@ -797,6 +802,7 @@ def test_worker_waits_for_a_database_that_is_down_at_start(private_pg) -> None: 
         timeout=30,
         message="the worker to note that Postgres is out of reach",
     )
+    # A window: the worker must outlive Postgres being down.
     time.sleep(2)
     assert proc.poll() is None, "the worker gave up while Postgres was down"
 

@@ -17,7 +17,7 @@ from django.db import connection
 
 from queue_engine.models import Job, JobLog, JobRecord, QueueConfig
 from tests.support import jobs
-from tests.support.workers import Workers, wait_for
+from tests.support.workers import Workers, listening, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -218,12 +218,11 @@ def test_a_shutdown_never_runs_one_attempt_twice_at_once(workers: Workers, spans
     first = workers.start("--queues", "spans", "--concurrency", "5", "--shutdown-timeout", "3")
     wait_for(lambda: Job.objects.filter(state="running").count() == 5, timeout=15)
     second = workers.start("--queues", "spans", "--concurrency", "5")
-    time.sleep(1)  # the second worker is up, ready to claim
+    wait_for(lambda: listening(2), message="the second worker to be up, ready to claim")
 
     first.send_signal(signal.SIGTERM)
     signalled = time.monotonic()
-    while first.poll() is None:
-        time.sleep(0.01)
+    first.wait(30)
     first_gone = database_now()
     lived = time.monotonic() - signalled
 
@@ -288,7 +287,7 @@ def test_an_atomic_block_result_that_is_not_json_rolls_the_block_back(
 def test_a_delayed_job_starts_on_time_without_waiting_for_a_poll(workers: Workers) -> None:
     workers.start("--queues", "math", "--poll-interval", "30")
     wait_for(lambda: "is now the leader" in workers.output(), timeout=30)
-    time.sleep(0.5)  # listening, idle
+    wait_for(listening, message="the worker to listen for wake-ups")
     job = jobs.add.using(delay=1).enqueue(a=2, b=2)
 
     done = ended(job.id, timeout=10)

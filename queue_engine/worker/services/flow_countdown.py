@@ -14,6 +14,7 @@ from collections.abc import Callable
 import psycopg
 
 from queue_engine import sql
+from queue_engine.worker.services.service import Service
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -72,3 +73,17 @@ async def release_counted(conn: psycopg.AsyncConnection) -> None:
             log.debug("released %d flow node(s) whose parents had all succeeded", row[0])
             await conn.execute(sql.REFRESH_FLOWS, [flows])
         await conn.execute(sql.PRUNE_COUNTDOWNS)
+
+
+class FlowRelease(Service):
+    """The leader's pass (finish_countdowns), a few chunks a run."""
+
+    name = "flow_release"
+    interval = 1.0
+
+    def __init__(self, *, chunk: int) -> None:
+        self.chunk = chunk
+
+    async def run(self, conn: psycopg.AsyncConnection) -> bool:
+        await finish_countdowns(conn, chunk=self.chunk)
+        return False

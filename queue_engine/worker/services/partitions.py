@@ -18,11 +18,11 @@ from dataclasses import dataclass
 import psycopg
 
 from queue_engine import history, sql
+from queue_engine.worker.services.service import Service
 
 log = logging.getLogger("queue_engine.worker")
 
 LOCK_TIMEOUT = "100ms"
-INTERVAL = 10.0  # seconds between two passes (leader_services)
 
 
 @dataclass(frozen=True)
@@ -142,3 +142,12 @@ async def _drop_detached(conn: psycopg.AsyncConnection, name: str) -> None:
             await conn.execute(f"DROP TABLE IF EXISTS {name}")  # type: ignore[arg-type]
     except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected):
         pass
+
+
+class Partitions(Service):
+    name = "partitions"
+    interval = 10.0
+
+    async def run(self, conn: psycopg.AsyncConnection) -> bool:
+        await keep_partitions(conn)
+        return False  # what waited for a lock is tried again at the next pass

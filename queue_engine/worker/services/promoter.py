@@ -6,6 +6,7 @@ from __future__ import annotations
 import psycopg
 
 from queue_engine import sql
+from queue_engine.worker.services.service import Service
 
 BATCH = 1000
 
@@ -23,3 +24,12 @@ async def promote_due(conn: psycopg.AsyncConnection) -> int:
             if cur.rowcount < BATCH:
                 break
     return total
+
+
+class Promoter(Service):
+    name = "promoter"
+    interval = 0.0  # every leader tick: scheduled jobs start at most a tick late
+
+    async def run(self, conn: psycopg.AsyncConnection) -> bool:
+        await promote_due(conn)
+        return False  # promote_due goes on until nothing due is left

@@ -8,6 +8,7 @@ import logging
 import psycopg
 
 from queue_engine import sql
+from queue_engine.worker.services.service import Service
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -38,3 +39,15 @@ async def rescue_expired(conn: psycopg.AsyncConnection, *, max_rescues: int) -> 
         await conn.execute(sql.REFRESH_FLOWS, [flows])
     for what, job_id, _ in rows:
         log.warning("job %s: lease expired; %s", job_id, ENDS[what])
+
+
+class Rescuer(Service):
+    name = "rescuer"
+    interval = 1.0
+
+    def __init__(self, *, max_rescues: int) -> None:
+        self.max_rescues = max_rescues
+
+    async def run(self, conn: psycopg.AsyncConnection) -> bool:
+        await rescue_expired(conn, max_rescues=self.max_rescues)
+        return False

@@ -26,6 +26,7 @@ import psycopg
 
 from queue_engine import history, sql
 from queue_engine.states import ENDED_STATES
+from queue_engine.worker.services.service import Service
 
 BATCH_SIZE = 5000
 TIME_BUDGET = 0.5  # seconds per call; the leader has other work too
@@ -102,3 +103,14 @@ async def _cutoff(conn: psycopg.AsyncConnection, keep: int) -> datetime | None:
     assert row is not None
     cutoff: datetime | None = row[0]
     return cutoff
+
+
+class Retention(Service):
+    name = "retention"
+    interval = 60.0
+
+    def __init__(self) -> None:
+        self.swept = Swept()
+
+    async def run(self, conn: psycopg.AsyncConnection) -> bool:
+        return (await delete_expired(conn, swept=self.swept)).more

@@ -238,11 +238,20 @@ class Rollup(Background):
     connection of its own, so that the leader's other services (promotion every half
     second) never wait for it."""
 
+    name = "rollup"
+    interval = 10.0
+
     def __init__(self, conninfo: str) -> None:
-        super().__init__(conninfo, "rollup")
+        super().__init__(conninfo)
         self.whole = Whole()
 
-    async def __call__(self, conn: psycopg.AsyncConnection) -> RolledUp | None:
+    async def run(self, conn: psycopg.AsyncConnection) -> bool:
+        rolled = await self.step(conn)
+        return rolled is not None and rolled.more
+
+    async def step(self, conn: psycopg.AsyncConnection) -> RolledUp | None:
+        """Roll up inline while catching up (what `roll_up` says); None once caught
+        up, when the pass runs in the background."""
         if self.running():
             return None
         cur = await conn.execute(sql.ROLLED_UP_TO)

@@ -22,10 +22,12 @@ from typing import Any
 import psycopg
 
 from queue_engine import sql
+from queue_engine.enqueueing.dedup import DEDUP_ATTEMPTS, insert_or_find_holder_async
 from queue_engine.enqueueing.prepare import prepare
 from queue_engine.exceptions import EnqueueError
 from queue_engine.schedules.api import fire_spec
 from queue_engine.schedules.recurrence import Due, Recurrence
+from queue_engine.worker.services.service import Service
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -108,14 +110,7 @@ async def _fire(conn: psycopg.AsyncConnection, row: DueRow) -> int | None:
         due = row.recurrence.due(row.next_fire_at, row.now)
     except Exception as exc:  # a timing that no longer computes (a time zone gone, say)
         log.error("schedule %s: %s; trying again in an hour", row.name, exc)
-        await _advance(
-            conn,
-            row,
-            next_fire_at=row.now + RETRY_BROKEN_TIMING,
-            fired_at=None,
-            job_id=None,
-            error=str(exc),
-        )
+        await _pass(conn, row, row.now + RETRY_BROKEN_TIMING, str(exc))
         return None
     if row.missed_fire_policy == "skip" and row.now - due.fire_time > MISFIRE_GRACE:
         log.info(
@@ -124,9 +119,7 @@ async def _fire(conn: psycopg.AsyncConnection, row: DueRow) -> int | None:
             due.missed + 1,
             due.fire_time.isoformat(),
         )
-        await _advance(
-            conn, row, next_fire_at=due.next_fire_at, fired_at=None, job_id=None, error=""
-        )
+        await _pass(conn, row, due.next_fire_at, "")
         return None
     try:
         prepared = prepare(
@@ -148,9 +141,7 @@ async def _fire(conn: psycopg.AsyncConnection, row: DueRow) -> int | None:
             due.fire_time.isoformat(),
             reason,
         )
-        await _advance(
-            conn, row, next_fire_at=due.next_fire_at, fired_at=None, job_id=None, error=reason
-        )
+        await _pass(conn, row, due.next_fire_at, reason)
         return None
     try:
         async with conn.transaction():  # a savepoint: one bad schedule spoils no other
@@ -168,9 +159,7 @@ async def _fire(conn: psycopg.AsyncConnection, row: DueRow) -> int | None:
     except psycopg.Error as exc:
         reason = " ".join(str(exc).split())[:500]
         log.error("schedule %s: enqueue failed: %s", row.name, reason)
-        await _advance(
-            conn, row, next_fire_at=due.next_fire_at, fired_at=None, job_id=None, error=reason
-        )
+        await _pass(conn, row, due.next_fire_at, reason)
         return None
     _report(row, due, job_id)
     return job_id
@@ -179,15 +168,15 @@ async def _fire(conn: psycopg.AsyncConnection, row: DueRow) -> int | None:
 async def _insert(
     conn: psycopg.AsyncConnection, kind: str, dedup_key: str | None, params: dict[str, Any]
 ) -> int:
-    for _ in range(5):
-        cur = await conn.execute(sql.INSERT_JOB_DEDUP, params)
-        inserted = await cur.fetchone()
+    assert dedup_key is not None  # fire_spec always gives one
+    for _ in range(DEDUP_ATTEMPTS):
+        inserted, holder = await insert_or_find_holder_async(
+            conn, sql.INSERT_JOB_DEDUP, params, kind, dedup_key
+        )
         if inserted is not None:
             return int(inserted[0])
-        cur = await conn.execute(sql.SELECT_JOB_ID_BY_DEDUP_KEY, [kind, dedup_key])
-        holder = await cur.fetchone()  # this fire time's job is already there
-        if holder is not None:
-            return int(holder[0])
+        if holder is not None:  # this fire time's job is already there
+            return holder
     raise psycopg.errors.UniqueViolation(f"dedup key {dedup_key!r} kept changing hands")
 
 
@@ -213,6 +202,13 @@ async def _advance(
     )
 
 
+async def _pass(
+    conn: psycopg.AsyncConnection, row: DueRow, next_fire_at: datetime, error: str
+) -> None:
+    """Move the schedule on without a job this time, noting why (`error`, or "")."""
+    await _advance(conn, row, next_fire_at=next_fire_at, fired_at=None, job_id=None, error=error)
+
+
 def _report(row: DueRow, due: Due, job_id: int) -> None:
     if due.missed:
         log.info(
@@ -224,3 +220,11 @@ def _report(row: DueRow, due: Due, job_id: int) -> None:
         )
     else:
         log.debug("schedule %s: job %s for %s", row.name, job_id, due.fire_time.isoformat())
+
+
+class Scheduler(Service):
+    name = "scheduler"
+    interval = 0.0  # every leader tick: a schedule fires at most a tick late
+
+    async def run(self, conn: psycopg.AsyncConnection) -> bool:
+        return (await fire_due_schedules(conn)).more

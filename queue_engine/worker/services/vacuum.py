@@ -57,18 +57,22 @@ TABLES = (
 class LiveTableVacuum(Background):
     """A leader service: see the module's docstring."""
 
+    name = "vacuum"
+    interval = CHECK_INTERVAL
+
     def __init__(self, conninfo: str, tables: tuple[str, ...] = TABLES) -> None:
-        super().__init__(conninfo, "vacuum")
+        super().__init__(conninfo)
         self.not_before = float("-inf")
         self.tables = tables
         self.left = dict.fromkeys(tables, 0)  # dead rows the last vacuum could not remove
         self.vacuums = 0  # of the live table
 
-    async def __call__(self, conn: psycopg.AsyncConnection) -> None:
+    async def run(self, conn: psycopg.AsyncConnection) -> bool:
         if self.running() or time.monotonic() < self.not_before:
-            return
+            return False
         if tables := await self.due(conn):
             self.start(self.vacuum(tables))
+        return False
 
     async def due(self, conn: psycopg.AsyncConnection) -> list[str]:
         """The tables whose dead rows call for a vacuum. None without statistics

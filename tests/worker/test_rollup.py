@@ -1,10 +1,10 @@
-"""Leader maintenance: retention GC of the history and the metrics rollup."""
+"""The metrics rollup (worker/services/rollup.py): minute and hour buckets that match the
+raw history rows, counted once however late a row commits."""
 
 from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -16,152 +16,16 @@ from django.db import connection
 
 from queue_engine import sql
 from queue_engine.models import (
-    FlowRun,
-    JobLog,
     JobRecord,
     MetricBucket,
-    QueueConfig,
     RollupState,
 )
-from queue_engine.worker.services import Rollup, delete_expired, roll_up, rollup, rollup_slices
-from queue_engine.worker.services.retention import Swept
-from tests.support.history import database_now, history_row
+from queue_engine.worker.services import Rollup, roll_up, rollup, rollup_slices
+from tests.support.history import database_now, history_row, rolled_up_to
 from tests.support.services import run_service
-from tests.support.workers import Workers, wait_for
+from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def with_logs(records: list[JobRecord]) -> list[JobRecord]:
-    JobRecord.objects.bulk_create(records)
-    JobLog.objects.bulk_create(
-        JobLog(job_id=r.id, attempt=1, seq=1, stream="log", text="hi") for r in records
-    )
-    return records
-
-
-def rolled_up_to(moment: datetime) -> None:
-    RollupState.objects.update_or_create(name="metrics", defaults={"rolled_up_to": moment})
-
-
-# --- retention --------------------------------------------------------------------------
-
-
-def test_gc_removes_only_what_is_past_its_queue_window_with_its_logs(conninfo: str) -> None:
-    QueueConfig.objects.create(
-        name="gc", retain_succeeded=3600, retain_failed=7200, retain_cancelled=60
-    )
-    QueueConfig.objects.create(name="other")  # the defaults: a day, a week, a day
-    now = database_now()
-    rolled_up_to(now)
-    h = timedelta(hours=1)
-    expired = with_logs(
-        [
-            history_row(now - 2 * h),
-            history_row(now - 3 * h, state="failed"),
-            history_row(now - timedelta(minutes=2), state="cancelled"),
-        ]
-    )
-    kept = with_logs(
-        [
-            history_row(now - h / 2),
-            history_row(now - h, state="failed"),
-            history_row(now - timedelta(seconds=10), state="cancelled"),
-            history_row(now - 2 * h, queue="other"),
-            history_row(now - 3 * h, queue="other", state="failed"),
-        ]
-    )
-
-    collected = run_service(conninfo, delete_expired)
-
-    remaining = set(JobRecord.objects.values_list("id", flat=True))
-    assert remaining == {r.id for r in kept}
-    assert set(JobLog.objects.values_list("job_id", flat=True)) == remaining
-    assert (collected.deleted, collected.more) == (len(expired), False)
-
-
-def test_gc_keeps_the_ended_nodes_of_a_flow_still_running(conninfo: str) -> None:
-    QueueConfig.objects.create(name="gc", retain_succeeded=60)
-    now = database_now()
-    rolled_up_to(now)
-    running, ended = (FlowRun.objects.create(name="slow", state=s) for s in ("running", "failed"))
-    old = now - timedelta(hours=1)
-    nodes = [history_row(old), history_row(old), history_row(old)]
-    for node, flow in zip(nodes, [running, ended, None], strict=True):
-        node.flow_id = flow.pk if flow else None
-    JobRecord.objects.bulk_create(nodes)
-
-    run_service(conninfo, delete_expired)
-
-    # The running flow's children still to run need the parent's output; the ended
-    # flow goes with its last node.
-    assert list(JobRecord.objects.values_list("id", flat=True)) == [nodes[0].id]
-    assert list(FlowRun.objects.values_list("id", flat=True)) == [running.pk]
-
-
-def test_gc_deletes_in_bounded_batches(conninfo: str) -> None:
-    QueueConfig.objects.create(name="gc", retain_succeeded=60)
-    now = database_now()
-    rolled_up_to(now)
-    JobRecord.objects.bulk_create(history_row(now - timedelta(hours=1)) for _ in range(1050))
-
-    collected = run_service(conninfo, delete_expired, batch_size=100)
-
-    assert (collected.deleted, collected.batches) == (1050, 11)
-    assert not JobRecord.objects.exists()
-
-
-def test_the_leaders_collector_rereads_only_from_where_it_swept(conninfo: str) -> None:
-    QueueConfig.objects.create(name="gc", retain_succeeded=3600)
-    now = database_now()
-    rolled_up_to(now)
-    JobRecord.objects.bulk_create([history_row(now - timedelta(days=2))])
-    swept = Swept()
-
-    first = run_service(conninfo, delete_expired, swept=swept)
-    JobRecord.objects.bulk_create([history_row(now - timedelta(hours=1, minutes=5))])
-    second = run_service(conninfo, delete_expired, swept=swept)
-
-    assert (first.deleted, second.deleted) == (1, 1)
-    assert swept.until[("gc", "succeeded")] >= now - timedelta(hours=1)
-
-
-def test_gc_keeps_rows_the_rollup_has_not_counted_yet(conninfo: str) -> None:
-    QueueConfig.objects.create(name="gc", retain_succeeded=60)
-    now = database_now()
-    rolled_up_to(now - timedelta(hours=2))
-    _, recent = with_logs(
-        [history_row(now - timedelta(hours=3)), history_row(now - timedelta(hours=2, seconds=30))]
-    )
-
-    run_service(conninfo, delete_expired)
-
-    assert list(JobRecord.objects.values_list("id", flat=True)) == [recent.id]
-
-
-@pytest.mark.parametrize("state_row", [True, False], ids=["watermark NULL", "no state row"])
-def test_gc_deletes_nothing_before_the_rollups_first_watermark(
-    conninfo: str, state_row: bool
-) -> None:
-    QueueConfig.objects.create(name="gc", retain_succeeded=60)
-    if state_row:
-        rolled_up_to(None)  # type: ignore[arg-type]  # the first rollup has not finished
-    now = database_now()
-    old = with_logs([history_row(now - timedelta(days=2)), history_row(now - timedelta(hours=1))])
-    swept = Swept()
-
-    collected = run_service(conninfo, delete_expired, swept=swept)
-    swept_before = dict(swept.until)
-    run_service(conninfo, roll_up)
-    after_rollup = run_service(conninfo, delete_expired, swept=swept)
-
-    assert collected.deleted == 0 and swept_before == {}  # the next sweep reads everything
-    assert after_rollup.deleted == len(old) and not JobLog.objects.exists()
-    counted = MetricBucket.objects.filter(size=60, queue="gc")
-    assert sum(counted.values_list("succeeded", flat=True)) == len(old)
-
-
-# --- metrics rollup ---------------------------------------------------------------------
 
 
 def percentile_cont(values: list[float], fraction: float) -> float | None:
@@ -261,13 +125,14 @@ def away_from_a_watermark_step() -> datetime:
 
     Two passes that straddle that step roll up to different minutes, which says nothing
     about the rollup; the test waits the step out instead."""
-    now = database_now()  # the test runs in autocommit: now() is the clock
-    settled = now - rollup.SETTLED
-    to_step = 60 - settled.second - settled.microsecond / 1e6
-    if to_step < 15:
-        time.sleep(to_step + 0.5)
-        now = database_now()
-    return now
+
+    def away() -> datetime | None:
+        now = database_now()  # the test runs in autocommit: now() is the clock
+        settled = now - rollup.SETTLED
+        return now if 60 - settled.second - settled.microsecond / 1e6 >= 15 else None
+
+    moment: datetime = wait_for(away, timeout=20, interval=0.2, message="the watermark's step")
+    return moment
 
 
 def test_the_rollup_matches_the_raw_rows(conninfo: str) -> None:
@@ -479,12 +344,12 @@ def test_the_leaders_rollup_catches_up_inline_then_paces_in_the_background(
         service = Rollup(conninfo)
         conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
         try:
-            calls.append(await service(conn))  # no watermark yet: inline, on this connection
+            calls.append(await service.step(conn))  # no watermark yet: inline, on this connection
             calls.append(service.task)
             await conn.execute(
                 "UPDATE queue_engine_rollupstate SET rolled_up_to = rolled_up_to - interval '1 minute'"
             )
-            calls.append(await service(conn))  # one minute behind: paced, in the background
+            calls.append(await service.step(conn))  # one minute behind: paced, in the background
             assert service.task is not None
             await service.task
         finally:
@@ -535,30 +400,6 @@ def test_a_rollup_whose_passes_slow_down_counts_every_row_once(
     assert buckets(60) == expected_minutes(counted)
     totals = MetricBucket.objects.filter(size=3600).values_list("succeeded", "failed", "cancelled")
     assert sum(map(sum, totals)) == len(counted)
-
-
-def test_the_rollup_outlives_retention(conninfo: str) -> None:
-    QueueConfig.objects.create(name="gc", retain_succeeded=60)
-    now = database_now()
-    JobRecord.objects.bulk_create([history_row(now - timedelta(hours=2)) for _ in range(5)])
-
-    run_service(conninfo, roll_up)
-    run_service(conninfo, delete_expired)
-
-    assert not JobRecord.objects.exists()
-    assert sum(MetricBucket.objects.filter(size=60).values_list("succeeded", flat=True)) == 5
-
-
-@pytest.mark.slow
-def test_the_leader_rolls_up_then_collects(workers: Workers) -> None:
-    QueueConfig.objects.create(name="gc", retain_succeeded=60)
-    now = database_now()
-    JobRecord.objects.bulk_create([history_row(now - timedelta(minutes=10)) for _ in range(20)])
-
-    workers.start("--queues", "gc")
-
-    wait_for(lambda: not JobRecord.objects.exists(), timeout=45, message="the collector")
-    assert sum(MetricBucket.objects.filter(size=60).values_list("succeeded", flat=True)) == 20
 
 
 def test_the_rollup_summarizes_the_history_it_reads_by_finish_time(conninfo: str) -> None:
