@@ -24,7 +24,7 @@ def shot(page: Any, name: str) -> None:
         shutil.copy(path, SHOTS / path.name)
 
 
-def ended(
+def ended_jobs(
     n: int,
     *,
     kind: str = "mail.send",
@@ -64,8 +64,8 @@ def milliseconds_and_one_slow_minute() -> None:
     """An hour of jobs that wait 3 to 20 ms and run 5 to 34 ms, and one minute in which
     a burst waited 4.2 s: the figures the issue saw on a 5 s axis."""
     for minute in range(2, 40, 3):
-        ended(6, minutes_ago=minute, wait=0.003 + minute / 2500, run=0.005 + minute / 1300)
-    ended(3, minutes_ago=20.5, wait=4.2, run=0.02)
+        ended_jobs(6, minutes_ago=minute, wait=0.003 + minute / 2500, run=0.005 + minute / 1300)
+    ended_jobs(3, minutes_ago=20.5, wait=4.2, run=0.02)
 
 
 def axis_labels(page: Any, chart: str) -> list[str]:
@@ -143,12 +143,12 @@ def test_the_wait_and_run_axis_fits_milliseconds_beside_a_slow_minute(
 def test_the_metrics_page_shows_every_queue_and_follows_new_failures(
     new_page: Any, server: Server, scheme: str
 ) -> None:
-    ended(40, queue="emails", kind="mail.send", minutes_ago=4)
-    ended(25, queue="media", kind="media.resize", minutes_ago=9, run=1.5, wait=0.2)
-    ended(3, queue="billing", kind="billing.charge", state="failed", minutes_ago=6, attempt=3)
-    ended(5, queue="billing", kind="billing.charge", minutes_ago=6, attempt=2)
-    ended(2, queue="emails", kind="mail.send", state="cancelled", minutes_ago=3)
-    ended(7, queue="emails", kind="mail.digest", minutes_ago=60 * 30)  # before 24 h
+    ended_jobs(40, queue="emails", kind="mail.send", minutes_ago=4)
+    ended_jobs(25, queue="media", kind="media.resize", minutes_ago=9, run=1.5, wait=0.2)
+    ended_jobs(3, queue="billing", kind="billing.charge", state="failed", minutes_ago=6, attempt=3)
+    ended_jobs(5, queue="billing", kind="billing.charge", minutes_ago=6, attempt=2)
+    ended_jobs(2, queue="emails", kind="mail.send", state="cancelled", minutes_ago=3)
+    ended_jobs(7, queue="emails", kind="mail.digest", minutes_ago=60 * 30)  # before 24 h
     page = new_page("viewer", color_scheme=scheme)
 
     page.click("nav a:has-text('Metrics')")
@@ -176,7 +176,7 @@ def test_the_metrics_page_shows_every_queue_and_follows_new_failures(
     page.wait_for_url(f"{server.url}/charts/?window=7d")
     wait_until(page, "document.querySelector('[data-live]').classList.contains('on')")
     assert cards(page)["Ended"] == "82"
-    ended(2, queue="media", kind="media.transcode", state="failed", minutes_ago=0.1)
+    ended_jobs(2, queue="media", kind="media.transcode", state="failed", minutes_ago=0.1)
     wait_until(
         page,
         "document.querySelector('#metrics-failures').innerText.includes('media.transcode')",
@@ -193,7 +193,7 @@ def test_the_metrics_page_shows_every_queue_and_follows_new_failures(
 
 def test_the_metrics_page_at_390_px(new_page: Any, server: Server) -> None:
     milliseconds_and_one_slow_minute()
-    ended(3, queue="billing", kind="billing.charge", state="failed", minutes_ago=6, attempt=3)
+    ended_jobs(3, queue="billing", kind="billing.charge", state="failed", minutes_ago=6, attempt=3)
     page = new_page("viewer", viewport=NARROW)
 
     page.goto(f"{server.url}/charts/?window=1h")

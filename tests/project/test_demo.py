@@ -34,7 +34,7 @@ def flow_named(name: str, state: str) -> FlowRun:
     return eventually(FlowRun.objects.filter(name=name, state=state))
 
 
-def record(dedup_key: str, state: str) -> JobRecord:
+def demo_record(dedup_key: str, state: str) -> JobRecord:
     return eventually(JobRecord.objects.filter(dedup_key=dedup_key, state=state))
 
 
@@ -49,9 +49,9 @@ def test_load_demo_twice_then_a_worker_fills_every_page(workers: Workers) -> Non
 
     catalogue = flow_named("Catalogue import: spring range", "succeeded")
     invoicing = flow_named("Nightly invoicing", "failed")
-    declined = record("demo:charge:1003", "failed")
-    gateway_down = record("demo:charge:1007", "failed")
-    report = record("demo:report", "succeeded")
+    declined = demo_record("demo:charge:1003", "failed")
+    gateway_down = demo_record("demo:charge:1007", "failed")
+    report = demo_record("demo:report", "succeeded")
     wait_for(
         lambda: JobRecord.objects.filter(id__in=run_now.values(), state="succeeded").count() == 4,
         timeout=20,

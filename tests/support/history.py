@@ -24,6 +24,15 @@ def database_now() -> datetime:
     return now.astimezone(UTC)
 
 
+def clock_now() -> datetime:
+    """The database's clock_timestamp(): the time now, which moves within a transaction
+    (what the worker's own timestamps, started_at and the like, are read from)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        now: datetime = cursor.fetchone()[0]
+    return now.astimezone(UTC)
+
+
 def history_row(
     finished: datetime,
     *,

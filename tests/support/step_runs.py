@@ -8,9 +8,7 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection
 
-from queue_engine.models import JobRecord
 from tests.support.step_jobs import STEP_RUNS_TABLE
-from tests.support.workers import wait_for
 
 
 @pytest.fixture
@@ -32,11 +30,3 @@ def runs(job_id: int) -> list[tuple[str, int]]:
             [job_id],
         )
         return list(cursor.fetchall())
-
-
-def ended(job_id: int, timeout: float = 30) -> JobRecord:
-    return wait_for(
-        lambda: JobRecord.objects.filter(pk=job_id).first(),
-        timeout=timeout,
-        message=f"job {job_id} to end",
-    )

@@ -9,12 +9,15 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from django.db import connection
 
 from queue_engine import sql
+
+if TYPE_CHECKING:
+    from queue_engine.models import JobRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,6 +56,18 @@ def wait_for(
             raise AssertionError(f"timed out after {timeout}s waiting for {message}")
         # wait_for's poll interval.
         time.sleep(interval)
+
+
+def ended(job_id: int, timeout: float = 30, *, why: str = "") -> JobRecord:
+    """The job's history row, once it has ended (waits up to `timeout` seconds; `why`
+    says, when it does not come, what to suspect)."""
+    from queue_engine.models import JobRecord
+
+    return wait_for(
+        lambda: JobRecord.objects.filter(pk=job_id).first(),
+        timeout=timeout,
+        message=f"job {job_id} to end{why}",
+    )
 
 
 def listening(count: int = 1) -> bool:

@@ -14,8 +14,8 @@ from django.db import connection
 from queue_engine import ops
 from queue_engine.models import JobRecord, JobStep, QueueConfig
 from tests.support import step_jobs
-from tests.support.step_runs import ended, runs
-from tests.support.workers import Workers, wait_for
+from tests.support.step_runs import runs
+from tests.support.workers import Workers, ended, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -21,8 +21,8 @@ from queue_engine import send_signal
 from queue_engine.models import Job, JobSignal, QueueConfig
 from queue_engine.ops import reschedule_jobs, wake_jobs
 from tests.support import wait_jobs
-from tests.support.step_runs import ended, runs
-from tests.support.workers import ROOT, Workers, wait_for
+from tests.support.step_runs import runs
+from tests.support.workers import ROOT, Workers, ended, wait_for
 
 pytestmark = pytest.mark.slow
 

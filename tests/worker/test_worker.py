@@ -15,7 +15,7 @@ from django.utils import timezone
 from queue_engine import ops, sql
 from queue_engine.models import Job, JobLog, JobRecord, QueueConfig, WorkerProcess
 from tests.support import jobs
-from tests.support.workers import Workers, wait_for
+from tests.support.workers import Workers, ended, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -29,14 +29,6 @@ def side_tables(transactional_db: None) -> Iterator[None]:
     yield
     with connection.cursor() as cursor:
         cursor.execute("DROP TABLE IF EXISTS test_executions, test_effects")
-
-
-def record(job_id: int) -> JobRecord:
-    return wait_for(
-        lambda: JobRecord.objects.filter(pk=job_id).first(),
-        timeout=15,
-        message=f"job {job_id} to end",
-    )
 
 
 def test_burst_runs_everything_then_exits_zero(workers: Workers) -> None:
@@ -93,7 +85,7 @@ def test_flaky_job_retries_with_backoff_then_succeeds(workers: Workers) -> None:
     job = jobs.flaky.enqueue(succeed_on=3)
     workers.start()
 
-    rec = record(job.id)
+    rec = ended(job.id, 15)
 
     assert (rec.state, rec.result, rec.attempt) == ("succeeded", "ok on 3", 3)
     assert [e["attempt"] for e in rec.errors] == [1, 2]
@@ -105,7 +97,7 @@ def test_exhausted_attempts_go_to_the_dead_letter_with_every_error(workers: Work
     job = jobs.always_fails.enqueue()
     workers.start()
 
-    rec = record(job.id)
+    rec = ended(job.id, 15)
 
     assert (rec.state, rec.attempt) == ("failed", 3)
     assert [e["attempt"] for e in rec.errors] == [1, 2, 3]
@@ -117,7 +109,7 @@ def test_fatal_errors_skip_the_remaining_attempts(workers: Workers, definition) 
     job = definition.enqueue()
     workers.start()
 
-    rec = record(job.id)
+    rec = ended(job.id, 15)
 
     assert (rec.state, rec.attempt, len(rec.errors)) == ("failed", 1, 1)
 
@@ -145,7 +137,7 @@ def test_retry_with_delay_waits_on_the_database_clock(workers: Workers) -> None:
     job = jobs.retry_later.enqueue(delay=1.5)
     workers.start()
 
-    rec = record(job.id)
+    rec = ended(job.id, 15)
 
     assert (rec.state, rec.result) == ("succeeded", 2)
     assert rec.started_at is not None and rec.finished_at is not None
@@ -176,7 +168,7 @@ def test_snooze_reschedules_without_burning_attempts_and_updates_payload(
     job = jobs.snoozer.enqueue()
     workers.start()
 
-    rec = record(job.id)
+    rec = ended(job.id, 15)
 
     assert (rec.state, rec.result, rec.attempt) == ("succeeded", 3, 1)
     assert rec.payload == {"cursor": 3}
@@ -187,7 +179,7 @@ def test_unserialisable_return_value_fails_the_job_clearly(workers: Workers) -> 
     job = jobs.returns_set.enqueue()
     workers.start()
 
-    rec = record(job.id)
+    rec = ended(job.id, 15)
 
     assert rec.state == "failed"
     assert "return value has a set" in rec.errors[0]["message"]
@@ -337,7 +329,7 @@ def test_idle_sync_job_is_abandoned_and_retried_as_its_kind_retries(workers: Wor
 
     assert retried.attempt == 1
     assert "IdleTimeout" in retried.errors[0]["class"]
-    assert record(other.id).state == "succeeded"
+    assert ended(other.id, 15).state == "succeeded"
 
 
 def test_atomic_block_commits_effects_with_completion(workers: Workers, side_tables: None) -> None:
@@ -434,7 +426,7 @@ def test_killed_worker_jobs_come_back_after_the_lease(workers: Workers, side_tab
     workers.start("--queues", "record")
     Job.objects.filter(pk=job.id).update(payload={"pause": 0})
 
-    rec = record(job.id)
+    rec = ended(job.id, 15)
     assert (rec.state, rec.attempt, rec.result) == ("succeeded", 2, 2)
     assert rec.errors[0]["class"] == "queue_engine.LeaseExpired"
     assert rec.rescues == 1

@@ -17,17 +17,10 @@ from django.db import connection
 
 from queue_engine.models import Job, JobLog, JobRecord, QueueConfig
 from tests.support import jobs
-from tests.support.workers import Workers, listening, wait_for
+from tests.support.history import clock_now
+from tests.support.workers import Workers, ended, listening, wait_for
 
 pytestmark = pytest.mark.slow
-
-
-def ended(job_id: int, timeout: float = 20) -> JobRecord:
-    return wait_for(
-        lambda: JobRecord.objects.filter(pk=job_id).first(),
-        timeout=timeout,
-        message=f"job {job_id} to end",
-    )
 
 
 def log_texts(job_id: int) -> list[str]:
@@ -72,7 +65,7 @@ def test_a_nul_in_an_error_or_a_print_sinks_nothing_else_in_its_batch(workers: W
     ids = jobs.unstorable.enqueue_many(payloads)
 
     workers.start("--queues", "unstorable", "--concurrency", "50")
-    records = {job_id: ended(job_id) for job_id in ids}
+    records = {job_id: ended(job_id, 20) for job_id in ids}
 
     bad = records[ids[10]]
     assert bad.state == "failed"
@@ -91,9 +84,9 @@ def test_a_lone_surrogate_and_a_nul_in_progress_are_stored_readably(workers: Wor
 
     workers.start("--queues", "unstorable")
 
-    error = ended(surrogate.id).errors[-1]
+    error = ended(surrogate.id, 20).errors[-1]
     assert (error["class"], error["message"]) == ("builtins.ValueError", "bad\\ud800half")
-    done = ended(progress.id)
+    done = ended(progress.id, 20)
     assert (done.state, done.result, done.progress_message) == (
         "succeeded",
         "reported",
@@ -109,7 +102,7 @@ def test_an_outcome_postgres_refuses_dead_letters_that_job_alone(
     ids = jobs.unstorable.enqueue_many([{"value": v} for v in values])
 
     workers.start("--queues", "unstorable", "--concurrency", "30")
-    records = {job_id: ended(job_id) for job_id in ids}
+    records = {job_id: ended(job_id, 20) for job_id in ids}
 
     refused = records[ids[7]]
     assert refused.state == "failed"
@@ -126,7 +119,7 @@ def test_a_log_line_postgres_refuses_leaves_the_other_lines_of_its_batch(
     job = jobs.unstorable.enqueue(what="print_lines", lines=["first", "refuse-me", "last"])
 
     workers.start("--queues", "unstorable")
-    ended(job.id)
+    ended(job.id, 20)
 
     texts = wait_for(lambda: len(log_texts(job.id)) == 3 and log_texts(job.id), timeout=10)
     assert texts[0] == "first" and texts[2] == "last"
@@ -156,12 +149,12 @@ def test_a_silent_plain_function_is_abandoned_and_can_no_longer_act_for_its_job(
     started = time.monotonic()
     other = jobs.add.enqueue(a=1, b=2)
 
-    dead = ended(blocked.id)
+    dead = ended(blocked.id, 20)
     assert time.monotonic() - started < 3.5  # settled at its idle timeout, not at its return
     assert (dead.state, dead.attempt, dead.result) == ("failed", 1, None)
     assert dead.errors[-1]["class"] == "queue_engine.exceptions.IdleTimeout"
     # Its slot is free at once: the other job runs while the thread still blocks.
-    assert ended(other.id).result == 3
+    assert ended(other.id, 20).result == 3
     assert time.monotonic() - started < 3.9
 
     wait_for(lambda: "its abandoned handler returned" in workers.output(), timeout=10)
@@ -177,7 +170,7 @@ def test_a_silent_plain_function_is_abandoned_and_can_no_longer_act_for_its_job(
 def test_a_thread_that_never_returns_does_not_hold_up_shutdown(workers: Workers) -> None:
     blocked = jobs.blocked_sync.enqueue(seconds=120)
     proc = workers.start("--queues", "blocked", "--shutdown-timeout", "1")
-    ended(blocked.id)
+    ended(blocked.id, 20)
 
     proc.send_signal(signal.SIGTERM)
     stopped = time.monotonic()
@@ -203,12 +196,6 @@ def spans(transactional_db: None) -> Iterator[None]:
         cursor.execute("DROP TABLE IF EXISTS test_spans")
 
 
-def database_now() -> Any:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT clock_timestamp()")
-        return cursor.fetchone()[0]
-
-
 def test_a_shutdown_never_runs_one_attempt_twice_at_once(workers: Workers, spans: None) -> None:
     QueueConfig.objects.update_or_create(name="spans", defaults={"lock_duration": 30})
     plain = [jobs.span_sync.enqueue(seconds=8) for _ in range(2)]
@@ -223,7 +210,7 @@ def test_a_shutdown_never_runs_one_attempt_twice_at_once(workers: Workers, spans
     first.send_signal(signal.SIGTERM)
     signalled = time.monotonic()
     first.wait(30)
-    first_gone = database_now()
+    first_gone = clock_now()
     lived = time.monotonic() - signalled
 
     records = {job.id: ended(job.id, timeout=30) for job in everything}
@@ -272,7 +259,7 @@ def test_an_atomic_block_result_that_is_not_json_rolls_the_block_back(
     job = jobs.atomic_result.enqueue(key="k2")
     workers.start("--queues", "atomic")
 
-    failed = ended(job.id)
+    failed = ended(job.id, 20)
 
     assert failed.state == "failed"
     assert "the atomic block's result has a set" in failed.errors[-1]["message"]
