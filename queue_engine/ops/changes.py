@@ -1,5 +1,6 @@
-"""What every operator action shares: who did it, the audit row, the notifications
-that wake workers and consoles, and the refresh of the flows an action touched."""
+"""What every operator action shares: the notifications that wake workers and consoles,
+and the refresh of the flows an action touched (who did it, and the audit row, are
+queue_engine.audit's)."""
 
 from __future__ import annotations
 
@@ -10,28 +11,6 @@ from typing import Any
 from django.db import connection, transaction
 
 from queue_engine import sql
-from queue_engine.models import AuditEvent
-
-
-def actor_name(actor: Any) -> str:
-    if actor is None:
-        return "system"
-    if isinstance(actor, str):
-        return actor
-    return str(getattr(actor, "get_username", lambda: actor)())
-
-
-def audit(
-    actor: Any, action: str, target_type: str, target: str, count: int, **details: Any
-) -> AuditEvent:
-    return AuditEvent.objects.create(
-        actor=actor_name(actor),
-        action=action,
-        target_type=target_type,
-        target=target[:255],
-        count=count,
-        details=details,
-    )
 
 
 def notify_changes(queues: Iterable[str], ids: list[int]) -> None:

@@ -8,17 +8,13 @@ from typing import Any
 from django.db import connection, transaction
 
 from queue_engine import sql
+from queue_engine.audit import audit
 from queue_engine.definitions import Backoff
 from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.exceptions import FlowError, OpsError
 from queue_engine.flows import Flow, Node
 from queue_engine.models import FlowRun, Job
-from queue_engine.ops.changes import (
-    audit,
-    notify_changes,
-    refresh_flows,
-    unmark_upstream_failed,
-)
+from queue_engine.ops.changes import notify_changes, refresh_flows, unmark_upstream_failed
 from queue_engine.ops.jobs import cancel_jobs
 
 

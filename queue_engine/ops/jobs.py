@@ -14,16 +14,10 @@ from typing import Any
 from django.db import connection, transaction
 
 from queue_engine import sql
+from queue_engine.audit import actor_name, audit
 from queue_engine.exceptions import OpsError
 from queue_engine.models import Job, JobRecord
-from queue_engine.ops.changes import (
-    actor_name,
-    audit,
-    flows_of,
-    notify_changes,
-    refresh_flows,
-    refresh_flows_of,
-)
+from queue_engine.ops.changes import flows_of, notify_changes, refresh_flows, refresh_flows_of
 
 STATE_WORDS = {"failed": "dead", "cancelled": "cancelled"}
 

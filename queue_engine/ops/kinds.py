@@ -13,8 +13,8 @@ from typing import Any
 from django.db import connection, transaction
 
 from queue_engine import sql
+from queue_engine.audit import actor_name, audit
 from queue_engine.exceptions import OpsError
-from queue_engine.ops.changes import actor_name, audit
 from queue_engine.payloads import text_problem
 from queue_engine.registry import is_engine_kind, registry
 

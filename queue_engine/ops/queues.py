@@ -22,9 +22,9 @@ from django.db import DEFAULT_DB_ALIAS, connection, transaction
 from django.db.models.functions import Now
 
 from queue_engine import queue_defaults, sql
+from queue_engine.audit import audit
 from queue_engine.exceptions import OpsError
 from queue_engine.models import GroupLimit, GroupWeight, QueueConfig
-from queue_engine.ops.changes import audit
 from queue_engine.queue_defaults import EDITABLE, HANDED_BACK, LIMITS, MAX_SECONDS
 
 __all__ = [

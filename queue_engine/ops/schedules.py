@@ -8,10 +8,10 @@ from typing import Any
 
 from django.db import transaction
 
+from queue_engine.audit import audit
 from queue_engine.enqueueing.single import enqueue
 from queue_engine.exceptions import EnqueueError, ScheduleError
 from queue_engine.models import Job, Schedule
-from queue_engine.ops.changes import audit
 from queue_engine.schedules.api import database_now, fire_spec, recurrence_of
 
 

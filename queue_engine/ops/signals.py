@@ -11,9 +11,10 @@ from typing import Any
 from django.db import transaction
 
 from queue_engine import gates, waits
+from queue_engine.audit import audit
 from queue_engine.exceptions import OpsError, SignalError
 from queue_engine.masking import mask
-from queue_engine.ops.changes import audit, notify_changes
+from queue_engine.ops.changes import notify_changes
 
 
 def send_signal(job_id: int, name: str, payload: Any = None, *, actor: Any = None) -> int:
