@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -39,12 +40,21 @@ def service_steps(conninfo: str) -> Iterator[WaitForStep]:
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f"LISTEN {sql.SERVICE_EVENTS_CHANNEL}")
 
+        # Every event received, in order, until a wait takes it. Each read of the
+        # connection runs its generator to the end: leaving it at the event waited for
+        # would drop the others that arrived in the same packet (the services of one
+        # tick announce their steps within microseconds of each other).
+        received: deque[str] = deque()
+
         def wait(name: str, timeout: float = 10.0) -> None:
             deadline = time.monotonic() + timeout
-            while (left := deadline - time.monotonic()) > 0:
-                for note in conn.notifies(timeout=left, stop_after=1):
-                    if note.payload == name:
+            while True:
+                while received:
+                    if received.popleft() == name:
                         return
-            raise AssertionError(f"timed out after {timeout}s waiting for a step of {name}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"timed out after {timeout}s waiting for a step of {name}")
+                received.extend(note.payload for note in conn.notifies(timeout=min(left, 0.2)))
 
         yield wait
