@@ -45,7 +45,8 @@ class FlowEdge(models.Model):
         db_table = "queue_engine_flowedge"
         indexes = [
             models.Index(fields=["parent_id"], name="qe_edge_parent"),
-            models.Index(fields=["child_id"], name="qe_edge_child"),
+            # Covering: the claim reads a node's parents index-only (migration 0011).
+            models.Index(fields=["child_id"], include=["parent_id"], name="qe_edge_child_parents"),
             models.Index(fields=["flow_id"], name="qe_edge_flow"),
         ]
         constraints = [
