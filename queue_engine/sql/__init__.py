@@ -19,7 +19,6 @@
     waits      signals, and jobs parked until a signal or a time
     results    what job_result and flow_result read
     shares     the claim's turns: fair share between keys, a worker's weighted queues
-    limits     the claim's limits: full keys, the room guessed, side by side, the rate log
 
 Parameters are always bound; table names are fixed by the models' db_table. The package
 exports every statement, so that code reads `sql.CLAIM` whatever module holds it.

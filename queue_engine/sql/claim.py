@@ -1,11 +1,6 @@
 """The claim: the statement that hands a worker its next jobs, under every limit."""
 
-from queue_engine.sql import limits as limit_parts
 from queue_engine.sql import shares
-
-# Re-exported: the worker's lanes ask for no more than a claim side by side takes.
-from queue_engine.sql.limits import SIDE_BY_SIDE_MOST as SIDE_BY_SIDE_MOST
-from queue_engine.sql.limits import SIDE_BY_SIDE_SLOTS as SIDE_BY_SIDE_SLOTS
 
 # For the rest of the claim's transaction (the claim comes last), on top of the lane
 # connection's own settings (LANE_SETTINGS below: one generic plan, no
@@ -23,16 +18,13 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 # - A limited queue (one with a cap, a rate limit or group caps): its room under its
 #   cap and its rate limit is guessed first without a lock, to bound how many
 #   candidates are read and row-locked. Then, with the candidates read and ranked,
-#   queue_engine_claim_rooms() (schema/claim.sql, in `rooms`) takes the queue's
+#   queue_engine_limited_rooms() (schema/claim.sql, in `rooms`) takes the queue's
 #   advisory lock and counts its running jobs once, by group key, with a fresh
 #   snapshot: that count gives the queue's room (a row with no key) and its keys'
-#   rooms. Where the guess leaves room for every claimer on its way (`side_by_side`:
-#   the limits do not bind), up to SIDE_BY_SIDE_SLOTS claimers hold the lock at once,
-#   each taking at most SIDE_BY_SIDE_MOST jobs and leaving the others' share, and a
-#   key's claimers take turns on its bucket. Else claimers take turns on the queue's
-#   lock, only for the count, the pick and the UPDATE, and each counts the others'
-#   committed claims. A queue with group caps alone is side by side: its claimers wait
-#   for each other only where their candidates share keys.
+#   rooms. Claimers of a limited queue take turns only for that count, the pick and
+#   the UPDATE, and each counts the others' committed claims. A queue with group caps
+#   alone takes turns too: try-locking its keys one by one instead would leave the
+#   second of two claimers ranking the same head of the queue with no room on any key.
 # - Keys already at their cap or out of their own rate budget (counted without a lock,
 #   in q.full_keys) are passed over when candidates are read: a busy key's backlog
 #   would otherwise fill every claim's candidates and starve the other keys. Their
@@ -40,7 +32,7 @@ CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 #   capped key makes claims of its queue slower, never stuck.
 # - A fair queue (QueueSettings.fair_share) needs the full claim (`limited`), but its
 #   lock only if it has caps (`capped`): without, its claimers count nothing the others
-#   could change, and the worker's lanes claim it side by side (the `shared` marker).
+#   could change, and the worker's lanes claim it side by side (the `fair` marker).
 #   Beside its walk from the head, it reads the next jobs of each key with runnable
 #   jobs (sql/shares.py, FAIR_CANDIDATES), and its jobs are taken in the order of their
 #   key's turn (TURNS): a busy key's backlog fills no more than its share of a claim.
@@ -105,17 +97,12 @@ WITH floors AS (
                      OR c.rate_limit IS NOT NULL OR k.grouped OR c.fair_share
                 THEN {no_floor} ELSE f.priority END AS floor_priority,
            COALESCE(f.run_at, '-infinity') AS floor_run_at, COALESCE(f.id, 0) AS floor_id,
-           -- How many candidates are worth reading and locking.
-           GREATEST(LEAST(%(limit)s, h.headroom,
-                          CASE WHEN s.side_by_side THEN {most} END), 0) AS room_guess,
-           s.side_by_side
+{room_guess} AS room_guess
       FROM configs c
      CROSS JOIN LATERAL (
            SELECT c.group_concurrency IS NOT NULL OR c.rate_limit_per_key OR EXISTS (
                       SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name)
                   AS grouped) k
-     CROSS JOIN LATERAL (SELECT {headroom} AS headroom) h
-     CROSS JOIN LATERAL (SELECT {side_by_side} AS side_by_side) s
       LEFT JOIN floors f ON f.queue = c.name
 ), candidates AS (
     SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.capped, q.room_guess, q.fair,
@@ -153,6 +140,52 @@ WITH floors AS (
      WHERE q.room_guess > 0{fair_candidates}"""
 
 
+_FULL_KEYS = """
+           -- Keys already at their cap, by a count without a lock: their waiting jobs
+           -- are passed over when candidates are read, so that a busy key with a
+           -- backlog never fills the candidates and starves the other keys. (The
+           -- count under the lock, in rooms, still decides; a key that frees room
+           -- meanwhile is read again by the next claim.)
+           CASE WHEN k.grouped THEN (
+               SELECT array_agg(f.group_key) FROM (
+                   SELECT r.group_key
+                     FROM (SELECT r.group_key, count(*) AS running
+                             FROM queue_engine_job r
+                            WHERE r.state = 'running' AND r.queue = c.name
+                              AND r.group_key IS NOT NULL
+                            GROUP BY r.group_key) r
+                     LEFT JOIN queue_engine_grouplimit g
+                       ON g.queue = c.name AND g.group_key = r.group_key
+                    WHERE r.running >= COALESCE(g.max_concurrency, c.group_concurrency)
+                   UNION  -- keys held at 0, which run nothing
+                   SELECT g.group_key FROM queue_engine_grouplimit g
+                    WHERE g.queue = c.name AND g.max_concurrency = 0
+                   UNION  -- keys ('' for jobs without one) that spent their own budget
+                   SELECT l.group_key
+                     FROM queue_engine_claimlog l
+                     LEFT JOIN queue_engine_grouplimit g
+                       ON g.queue = c.name AND g.group_key = l.group_key
+                    WHERE c.rate_limit_per_key AND l.queue = c.name
+                      AND l.at > now() - make_interval(secs => c.rate_window)
+                    GROUP BY l.group_key, g.rate_limit
+                   HAVING sum(l.count) >= COALESCE(g.rate_limit, c.rate_limit)) f)
+           END"""
+
+_ROOM_GUESS = """
+           -- Without the queue's lock: how many candidates are worth reading and locking.
+           GREATEST(LEAST(
+               %(limit)s,
+               CASE WHEN c.max_concurrency IS NOT NULL THEN c.max_concurrency - (
+                   SELECT count(*) FROM queue_engine_job r
+                    WHERE r.state = 'running' AND r.queue = c.name) END,
+               CASE WHEN c.rate_limit IS NOT NULL AND NOT c.rate_limit_per_key
+                    THEN c.rate_limit - (
+                   SELECT COALESCE(sum(l.count), 0) FROM queue_engine_claimlog l
+                    WHERE l.queue = c.name
+                      AND l.at > now() - make_interval(secs => c.rate_window)) END
+           ), 0)"""
+
+
 def _head(limits: bool) -> str:
     """The claim's start, up to its candidates. The plain claim passes limited queues
     over, so it needs neither their full keys nor a guess at their room (its room is
@@ -161,14 +194,8 @@ def _head(limits: bool) -> str:
     text = _HEAD.format(
         no_floor=NO_FLOOR,
         filters=_FILTERS,
-        full_keys=limit_parts.FULL_KEYS.strip("\n") if limits else "           NULL::varchar[]",
-        headroom=limit_parts.HEADROOM.strip() if limits else "NULL::bigint",
-        most=SIDE_BY_SIDE_MOST,
-        side_by_side=limit_parts.SIDE_BY_SIDE.format(
-            room=SIDE_BY_SIDE_SLOTS * SIDE_BY_SIDE_MOST
-        ).strip()
-        if limits
-        else "false",
+        full_keys=_FULL_KEYS.strip("\n") if limits else "           NULL::varchar[]",
+        room_guess=_ROOM_GUESS.strip("\n") if limits else "           %(limit)s::int",
         fair_candidates=(
             shares.FAIR_CANDIDATES.format(filters=_FILTERS, keys=shares.FAIR_KEYS) if limits else ""
         ),
@@ -190,7 +217,6 @@ _PICK_LIMITED = """
       FROM candidates c
 ), keys AS (
     SELECT (SELECT array_agg(DISTINCT c.queue) FROM candidates c WHERE c.capped) AS locked,
-           (SELECT COALESCE(array_agg(q.name), '{}') FROM q WHERE q.side_by_side) AS side_by_side,
            COALESCE(array_agg(queue), '{}') AS queues,
            COALESCE(array_agg(group_key), '{}') AS keys,
            COALESCE(array_agg(group_concurrency), '{}') AS defaults
@@ -206,9 +232,8 @@ _PICK_LIMITED = """
     -- with the candidates read and ranked, so that claimers of a limited queue wait for
     -- each other only for the count, the pick and the UPDATE.
     SELECT g.* FROM keys k
-     CROSS JOIN LATERAL queue_engine_claim_rooms(k.locked, %(limit)s::int, k.queues, k.keys,
-                                                 k.defaults, k.side_by_side,
-                                                 {slots}, {most}) g
+     CROSS JOIN LATERAL queue_engine_limited_rooms(k.locked, %(limit)s::int, k.queues, k.keys,
+                                                   k.defaults) g
      WHERE k.locked IS NOT NULL
 {turns}), eligible AS (
     SELECT r.*,
@@ -270,13 +295,71 @@ _CLAIMED = """
               j.priority, j.run_at
 """
 
+_LOGGED_HELD = """
+), logged AS (
+    -- Starts are counted per span of a 600th of the rate window (at least 0.1 s), each
+    -- row stamped with its span's end: a window's sum reads at most about 600 rows
+    -- however many claims fell in it (with a row per claim, each sum would read every
+    -- claim of the window, twice a claim, at any rate). A span reaching
+    -- into the window counts whole: the limit errs by at most one span, towards fewer
+    -- starts. The span is the one holding the latest clock read as the claimed rows
+    -- arrive, each after its UPDATE, so the stamp is later than every start it counts;
+    -- not now(): the claim's transaction may have begun well before, waiting for the
+    -- queue's lock, and a stamp earlier than a start lets that start out of the window
+    -- too soon (the proof is at queue_engine_limited_rooms, schema/claim.sql).
+    -- Under the key's own budget where the rate limit applies per key, else the
+    -- queue's ('').
+    INSERT INTO queue_engine_claimlog AS l (queue, group_key, at, count)
+    SELECT claimed.queue, b.budget,
+           to_timestamp(
+               ((floor(extract(epoch FROM max(clock_timestamp())) / s.span) + 1) * s.span)::float8
+           ),
+           count(*)
+      FROM claimed JOIN q ON q.name = claimed.queue
+      JOIN candidates c ON c.id = claimed.id
+     -- Per key, spans of a 60th: each claim of the queue sums every key's window to
+     -- find the keys out of budget (q.full_keys), and that read grows with the keys.
+     CROSS JOIN LATERAL (
+           SELECT GREATEST(q.rate_window / CASE WHEN q.rate_limit_per_key THEN 60.0
+                                                ELSE 600.0 END, 0.1) AS span) s
+     CROSS JOIN LATERAL (SELECT CASE WHEN q.rate_limit_per_key THEN COALESCE(c.group_key, '')
+                                     ELSE '' END AS budget) b
+     WHERE q.rate_limit IS NOT NULL OR q.rate_limit_per_key
+     GROUP BY claimed.queue, b.budget, s.span
+        ON CONFLICT (queue, group_key, at) DO UPDATE SET count = l.count + EXCLUDED.count
+), held AS (
+    -- Queues this claim read candidates of and left some (a cap, a busy key's room, the
+    -- rate limit) while it took fewer jobs than it wanted. The worker claims again soon
+    -- (worker/lanes.py, HELD_BACK_FIRST) instead of at its next poll: the next claim
+    -- passes over the keys this one filled. Counted from what the claim already holds:
+    -- a look into the queue for more work, under the queue's lock, would lengthen
+    -- every claim of a limited queue, and the lock's turns with it.
+    SELECT c.queue FROM candidates c
+     WHERE (SELECT count(*) FROM picked) < %(limit)s
+       AND c.id <> ALL(ARRAY(SELECT id FROM picked))
+     GROUP BY c.queue
+), rate_waits AS (
+    -- Rate-limited queues whose limits this claim met while it took fewer jobs than it
+    -- wanted (candidates left, keys passed over, no room guessed): how long until the
+    -- oldest span of their window leaves it, when room may come back. The worker claims
+    -- again then (worker/lanes.py), or at its next poll if that comes first.
+    SELECT q.name,
+           ceil(1000 * extract(epoch FROM min(l.at) + make_interval(secs => q.rate_window)
+                                          - clock_timestamp()))::int AS wait_ms
+      FROM q JOIN queue_engine_claimlog l ON l.queue = q.name
+     WHERE (q.rate_limit IS NOT NULL OR q.rate_limit_per_key)
+       AND (SELECT count(*) FROM picked) < %(limit)s
+       AND (q.room_guess = 0 OR q.full_keys IS NOT NULL OR q.name IN (SELECT queue FROM held))
+       AND l.at > clock_timestamp() - make_interval(secs => q.rate_window)
+     GROUP BY q.name, q.rate_window
+"""
+
 _MARKERS = """
 ), limited AS (
-    -- Queues with caps this claim looked at that it claims alone (too little room to
-    -- claim side by side, full or not): their claimers take turns on the queue's lock,
-    -- so the worker sends one claim at a time while it serves them (worker/lanes.py,
-    -- Lanes.serial_claims).
-    SELECT q.name FROM q WHERE q.capped AND NOT q.side_by_side
+    -- Queues with caps this claim looked at, full or not: their claimers take turns on
+    -- the queue's lock, so the worker sends one claim at a time while it serves them
+    -- (worker/lanes.py, Lanes.serial_claims).
+    SELECT q.name FROM q WHERE q.capped
 ), suspects AS (
     -- Queues where a suspect this worker could run is due: if the worker takes the
     -- queue's right, it claims nothing more until its jobs have ended, and claims
@@ -307,14 +390,9 @@ _MARKER_ROWS = """
 SELECT NULL, 'limited', l.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM limited l
  UNION ALL
--- Queues the full claim takes from both lanes at once: fair queues without caps, and
--- capped queues claimed side by side (at most SIDE_BY_SIDE_MOST jobs a claim).
-SELECT NULL, 'shared', q.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+-- Fair queues without caps: claimed by the full claim, from both lanes at once.
+SELECT NULL, 'fair', q.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM q WHERE q.fair AND NOT q.capped
- UNION ALL
-SELECT NULL, 'side_by_side', q.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL
-  FROM q WHERE q.side_by_side
  UNION ALL
 SELECT NULL, 'suspects', s.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM suspects s
@@ -324,9 +402,6 @@ SELECT NULL, 'suspects', s.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 def _pick_limited(weighted: bool) -> str:
     """The full claim's pick, in the order of the worker's weights if it has some."""
     text = _PICK_LIMITED.replace("{turns}", shares.TURNS)
-    text = text.replace("{slots}", str(SIDE_BY_SIDE_SLOTS)).replace(
-        "{most}", str(SIDE_BY_SIDE_MOST)
-    )
     for name, part in (
         ("{weights}", shares.WEIGHTS),
         ("{join_weights}", shares.JOIN_WEIGHTS),
@@ -344,7 +419,7 @@ def _claim(limits: bool, weighted: bool = False) -> str:
             _head(True),
             _pick_limited(weighted),
             _CLAIMED,
-            limit_parts.LOGGED_HELD,
+            _LOGGED_HELD,
             _MARKERS,
             _CLAIMED_ROWS,
             _HELD_ROWS,

@@ -84,14 +84,9 @@ class Lanes:
         # next one. The other lane settles meanwhile. Until the first claim says
         # otherwise, claims take turns.
         self.serial_claims = True
-        # A fair queue without caps, or a capped one with room for claims side by side,
-        # in sight (the `shared` and `side_by_side` markers): the full claim, which the
-        # plain one passes it over for, but no turns on its lock.
+        # A fair queue without caps in sight (the `fair` marker): the full claim, which
+        # the plain one passes it over for, but no turns on its lock: side by side.
         self.full_claims = False
-        # Side by side, a claim takes at most sql.SIDE_BY_SIDE_MOST jobs: asking for no
-        # more, a claim that comes back with them all says there may be more, and the
-        # other lane claims at once.
-        self.claim_most: int | None = None
         # Suspects run alone, on the one worker that holds their queue's right.
         self.quarantine = Quarantine(
             options.conninfo, options.poll_interval, wake=self.shared.wakeup.set
@@ -140,7 +135,7 @@ class Lanes:
                     await self._give_back(conn)
                     self._finish()
                     return
-            free = min(self.free_slots(), self.lane_share, self.claim_most or self.lane_share)
+            free = min(self.free_slots(), self.lane_share)
             # A settle claims too, in the same round trip, even after a claim came up
             # short: the jobs it ends free room under their queue's cap and group caps,
             # so the jobs a cap held back start now rather than at the next poll.
@@ -229,13 +224,12 @@ class Lanes:
                     or self.freed_meanwhile != freed
                     or self.shared.woken != woken
                     # The plain claim passed over a queue with limits: the full one, now.
-                    or (merged and bool(markers & {"limited", "shared", "side_by_side"}))
+                    or (merged and bool(markers & {"limited", "fair"}))
                 )
                 if self.shared.maybe_more:
                     self.shared.wakeup.set()  # the other lane claims beside this one
                 self.serial_claims = "limited" in markers
-                self.full_claims = bool(markers & {"shared", "side_by_side"})
-                self.claim_most = sql.SIDE_BY_SIDE_MOST if "side_by_side" in markers else None
+                self.full_claims = "fair" in markers
                 self._held_back("held" in markers, bool(rows), min(rate_waits, default=None))
                 if alone is not None:
                     self.shared.maybe_more = True  # it looked for nothing but a suspect

@@ -97,7 +97,7 @@ def test_priority_still_orders_the_jobs_of_a_key(workers: Workers, executions: N
 def test_claimers_of_a_fair_queue_without_caps_do_not_wait_for_each_other(
     transactional_db: None, conninfo: str
 ) -> None:
-    """Its claims need the full claim (the plain one passes it over and says `shared`),
+    """Its claims need the full claim (the plain one passes it over and says `fair`),
     but not the queue's lock, which guards only the counts under caps: the worker's two
     lanes may claim it side by side."""
     QueueConfig.objects.update_or_create(name="grouped", defaults={"fair_share": True})
@@ -114,7 +114,7 @@ def test_claimers_of_a_fair_queue_without_caps_do_not_wait_for_each_other(
     with psycopg.connect(conninfo, autocommit=True) as one, psycopg.connect(conninfo) as two:
         with one.transaction():
             plain = one.execute(sql.CLAIM_PLAIN, {**claim, "token": 1}).fetchall()
-        assert [(row[0], row[1]) for row in plain] == [(None, "shared")]
+        assert [(row[0], row[1]) for row in plain] == [(None, "fair")]
 
         with one.transaction():
             first = one.execute(sql.CLAIM, {**claim, "token": 2}).fetchall()
@@ -124,4 +124,4 @@ def test_claimers_of_a_fair_queue_without_caps_do_not_wait_for_each_other(
 
     taken = [{row[0] for row in rows if row[0] is not None} for rows in (first, second)]
     assert len(taken[0]) == len(taken[1]) == 3 and not taken[0] & taken[1]
-    assert {row[1] for row in first if row[0] is None} == {"shared"}
+    assert {row[1] for row in first if row[0] is None} == {"fair"}

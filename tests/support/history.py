@@ -3,7 +3,6 @@ and partitions the history."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from itertools import count
 
@@ -77,14 +76,3 @@ def with_logs(records: list[JobRecord]) -> list[JobRecord]:
 def rolled_up_to(moment: datetime | None) -> None:
     """Set the metrics rollup's watermark, as if it had counted everything before it."""
     RollupState.objects.update_or_create(name="metrics", defaults={"rolled_up_to": moment})
-
-
-def most_in_a_window(starts: Iterable[datetime], window: float) -> int:
-    """The most starts in any window of `window` seconds, sliding over the starts."""
-    ordered = sorted(starts)
-    most, first = 0, 0
-    for last, start in enumerate(ordered):
-        while (start - ordered[first]).total_seconds() >= window:
-            first += 1
-        most = max(most, last - first + 1)
-    return most
