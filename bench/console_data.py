@@ -27,7 +27,7 @@ from psycopg.types.json import Jsonb
 
 from bench import console_sql as q
 from bench.harness import BenchEnv, log, timer
-from queue_engine import history as leaves
+from queue_engine.schema import partitions as leaves
 
 SPAN = timedelta(days=30)
 RETAIN = int(timedelta(days=35).total_seconds())  # longer than SPAN: nothing seeded is expired

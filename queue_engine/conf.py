@@ -73,7 +73,7 @@ DEFAULTS: dict[str, Any] = {
     "HEALTH_XMIN_AGE": 60,
     "HEALTH_DEAD_ROWS": 100_000,
     # Seconds a leaf of the partitioned history spans; None: a quarter of the longest
-    # retention window of its state, from a minute to a day (queue_engine.history).
+    # retention window of its state, from a minute to a day (queue_engine.schema.partitions).
     "HISTORY_PARTITION": None,
     # A NOTIFY on `queue_engine_service` after each step of a leader service, for tests
     # that wait for one (queue_engine.worker.services.runner).

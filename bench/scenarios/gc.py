@@ -4,7 +4,7 @@ rows, in the same run.
 N succeeded jobs of one queue ended evenly over the last DAYS days, every window one
 day. Two copies of the same rows:
 
-- `value`: the partitioned history (queue_engine.history) with leaves of the span the
+- `value`: the partitioned history (queue_engine.schema.partitions) with leaves of the span the
   engine picks for a one-day window, covering those days; the leader's service
   (`keep_partitions`) runs until it has nothing left to drop. Seconds, and WAL bytes
   written (`wal_bytes`).
@@ -29,7 +29,7 @@ from typing import Any
 import psycopg
 
 from bench.harness import BenchEnv, log, timer
-from queue_engine import history
+from queue_engine.schema import partitions as history
 from queue_engine.worker.services import keep_partitions
 
 NAME = "gc"

@@ -38,8 +38,8 @@ from bench.harness import BenchEnv, log, timer
 from bench.jobs import QUEUE, async_noop, chatty, doomed, flaky
 from bench.scenarios.steady import producer_rate
 from bench.workers import configure_queue, fleet
-from queue_engine import history
 from queue_engine.flows import Flow
+from queue_engine.schema import partitions as history
 
 NAME = "soak"
 PROCESSES = 2

@@ -223,7 +223,7 @@ class JobRecord(JobFields):
         indexes = [
             models.Index("queue", "state", models.F("id").desc(), name="qe_rec_queue_state"),
             # No index on (state, id): each state has leaves of its own
-            # (queue_engine.history), so the primary key, (id, state, finished_at), walked
+            # (queue_engine.schema.partitions), so the primary key, (id, state, finished_at), walked
             # backwards, lists a state newest first, and every settle writes one index less.
             models.Index("kind", models.F("id").desc(), name="qe_rec_kind"),
             # History is appended in finishing order: a BRIN index is tiny and cheap to

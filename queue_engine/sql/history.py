@@ -2,7 +2,7 @@
 
 queue_engine_jobrecord is partitioned by state (LIST), and each state's table by
 finish time (RANGE) into leaves, with a DEFAULT leaf per state for rows no leaf
-covers. queue_engine.history plans the leaves; the statements that create and drop
+covers. queue_engine.schema.partitions plans the leaves; the statements that create and drop
 one are built there, as DDL takes no bound parameters.
 """
 

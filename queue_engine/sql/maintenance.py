@@ -35,7 +35,7 @@ RETENTION_CUTOFF = f"SELECT {_RETENTION_CUTOFF}"
 # One batch of a queue's ended jobs of one state that are past the cutoff (and,
 # when given, ended after %(since)s: older ones were swept already), with their
 # log lines, steps and unconsumed signals, and the ended flows they were the last nodes of, from `table`: a state's part of the history, or its default
-# leaf (queue_engine.history says which). Locked rows (being redriven) are skipped.
+# leaf (queue_engine.schema.partitions says which). Locked rows (being redriven) are skipped.
 # No ORDER BY: finished_at has a BRIN index, which cannot sort, and any expired rows
 # will do.
 def delete_expired_batch(table: str) -> str:
@@ -272,7 +272,7 @@ SELECT relname, n_dead_tup, n_live_tup FROM pg_stat_user_tables
 # query: until VACUUM summarizes it (and autovacuum may never come, or come after a
 # fifth of the table has been added), the rollup's, retention's and the console's
 # reads by finish time read every unsummarized page of the history.
-# The history is partitioned (queue_engine.history): this summarizes each leaf's index.
+# The history is partitioned (queue_engine.schema.partitions): this summarizes each leaf's index.
 SUMMARIZE_FINISHED = """
 WITH RECURSIVE part (oid) AS (
     SELECT 'qe_rec_finished_brin'::regclass::oid

@@ -13,9 +13,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from queue_engine import history, reads
+from queue_engine import reads
 from queue_engine.models import Job, JobRecord, QueueConfig
 from queue_engine.reads import FilterError, JobFilter
+from queue_engine.schema import partitions as history
 from queue_engine.worker.services import roll_up
 from tests.support import jobs
 from tests.support.history import database_now, history_row

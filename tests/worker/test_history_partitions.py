@@ -11,7 +11,6 @@ import psycopg
 import pytest
 from django.db import connection
 
-from queue_engine import history
 from queue_engine.models import (
     FlowEdge,
     FlowRun,
@@ -21,6 +20,7 @@ from queue_engine.models import (
     QueueConfig,
     QueueDefaults,
 )
+from queue_engine.schema import partitions as history
 from queue_engine.worker.services import keep_partitions
 from queue_engine.worker.services.partitions import Kept
 from tests.support.history import database_now, history_row

@@ -1,4 +1,4 @@
-"""Keeps the leaves of the partitioned history and log lines (queue_engine.history):
+"""Keeps the leaves of the partitioned history and log lines (queue_engine.schema.partitions):
 creates them ahead of the clock, and drops those whose rows are all past their state's
 longest window (the longest of all for the log lines).
 
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import psycopg
 
-from queue_engine import history, sql
+from queue_engine import sql
+from queue_engine.schema import partitions as history
 from queue_engine.worker.services.service import Service
 
 log = logging.getLogger("queue_engine.worker")

@@ -1,5 +1,5 @@
 """Delete ended jobs past their queue's retention window, in short batches: the rows
-the history's partitions cannot drop whole (queue_engine.history).
+the history's partitions cannot drop whole (queue_engine.schema.partitions).
 
 A queue whose window is shorter than the longest its state has is swept here, in all
 of that state's leaves; every other queue only in the state's default leaf, as the
@@ -24,7 +24,8 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from queue_engine import history, sql
+from queue_engine import sql
+from queue_engine.schema import partitions as history
 from queue_engine.states import ENDED_STATES
 from queue_engine.worker.services.service import Service
 

@@ -25,7 +25,7 @@ within seconds.
 The same goes for the other tables the engine deletes from row by row (TABLES): the
 steps of the jobs that retention removes, the flows that go with their last node and
 their edges. (The log lines' table is partitioned by time instead: the space of the
-lines deleted comes back when their leaf is dropped; queue_engine.history.) Without a vacuum the space they leave is never used again, and
+lines deleted comes back when their leaf is dropped; queue_engine.schema.partitions.) Without a vacuum the space they leave is never used again, and
 on a database whose autovacuum is off or slow they grow for good.
 """
 
