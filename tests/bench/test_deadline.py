@@ -153,7 +153,7 @@ def test_a_steady_run_whose_workers_stop_answering_ends_at_its_deadline(tmp_path
     url = database_url_for_tests()
     env = {**production_environ(), "DATABASE_URL": url, "JOBSITE_BENCH_DB": database}
     argv = [sys.executable, "-m", "bench", "steady", "--repeats", "1", "--duration", "1"]
-    argv += ["--rate", "20", "--deadline", "60"]
+    argv += ["--rate", "20", "--deadline", "25"]
     log = tmp_path / "stderr"
     with log.open("w") as err:
         bench = subprocess.Popen(
@@ -172,14 +172,14 @@ def test_a_steady_run_whose_workers_stop_answering_ends_at_its_deadline(tmp_path
 
         out, _ = bench.communicate(timeout=90)
 
-        assert time.monotonic() - killed_at < 60, log.read_text()
+        assert time.monotonic() - killed_at < 25, log.read_text()
         rows: list[dict[str, Any]] = [json.loads(line) for line in out.splitlines()]
         assert [(r.get("load"), r.get("partial")) for r in rows] == [
             ("half_drain", True),
             (None, True),
         ], log.read_text()
         assert rows[0]["settings"]["n"] == 20
-        assert rows[1]["error"] == "overdue: stopped at its deadline of 60 s"
+        assert rows[1]["error"] == "overdue: stopped at its deadline of 25 s"
         assert bench.returncode == 1
         assert fleet and not [p for p in fleet if alive(p)]
         assert not runworkers(bench.pid)
