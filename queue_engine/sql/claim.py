@@ -358,7 +358,7 @@ _MARKERS = """
 ), limited AS (
     -- Queues with caps this claim looked at, full or not: their claimers take turns on
     -- the queue's lock, so the worker sends one claim at a time while it serves them
-    -- (worker/lanes.py, Lanes.serial_claims).
+    -- (worker/round_trip.py, ClaimState.serial).
     SELECT q.name FROM q WHERE q.capped
 ), suspects AS (
     -- Queues where a suspect this worker could run is due: if the worker takes the

@@ -19,7 +19,7 @@ from queue_engine.worker.giveback import hand_over
 from queue_engine.worker.logsetup import report_finished
 from queue_engine.worker.options import WorkerOptions
 from queue_engine.worker.quarantine import Quarantine
-from queue_engine.worker.script import Prepared, Script
+from queue_engine.worker.round_trip import ClaimState, RoundTrip
 from queue_engine.worker.settle import SettleBatch, refused, settle_one_by_one, why_refused
 from queue_engine.worker.shared import Shared
 from queue_engine.worker.store import Connection
@@ -42,8 +42,6 @@ SHUTDOWN_GRACE = 0.5
 # that overruns the shutdown timeout by STOP_OVERDUE ends the process there.
 STOP_PATIENCE = 1.0
 STOP_OVERDUE = SHUTDOWN_GRACE + 3 * STOP_PATIENCE
-
-WAKE_LEFT = Prepared("qe_wake_left", sql.WAKE_LEFT)
 
 
 class Lanes:
@@ -77,23 +75,11 @@ class Lanes:
         self.reserved = 0  # slots promised to claims in flight
         self.held_back_delay: float | None = None
         self._held_back_timer: asyncio.TimerHandle | None = None
-        # While its claims meet queues with limits (sql.CLAIM's `limited` markers), a
-        # worker sends one claim at a time: its lanes would only wait for each other at
-        # the queue's lock, each with a smaller share of the room, and the lane that
-        # lost the race could leave the job at the head of the queue to wait behind the
-        # next one. The other lane settles meanwhile. Until the first claim says
-        # otherwise, claims take turns.
-        self.serial_claims = True
-        # A fair queue without caps in sight (the `fair` marker): the full claim, which
-        # the plain one passes it over for, but no turns on its lock: side by side.
-        self.full_claims = False
+        self.state = ClaimState()  # how the next claim goes, from what the last met
         # Suspects run alone, on the one worker that holds their queue's right.
         self.quarantine = Quarantine(
             options.conninfo, options.poll_interval, wake=self.shared.wakeup.set
         )
-        self.claiming = 0  # claims on their way
-        self.backlog = False  # whether the last claim came back full
-        self.freed_meanwhile = 0  # settles sent while a claim was on its way
         self.claimed_total = 0
         self.weights = QueueWeights(options.queues, options.queue_weights)
 
@@ -123,133 +109,138 @@ class Lanes:
         await asyncio.gather(*(self._lane(conn) for conn in lanes))
 
     async def _lane(self, conn: Connection) -> None:
+        """One lane's loop: settle what ended and claim what there is room for, one round
+        trip at a time, until the worker stops (or, in burst mode, runs dry)."""
+        state = self.state
         while not self.finished:
-            if self.stopping:
-                if self.deadline is None:
-                    self.deadline = time.monotonic() + self.options.shutdown_timeout
-                    self.quarantine.let_go()  # another worker runs the suspects
-                if not self.shared.inflight and not self.shared.outcomes and not self.reserved:
-                    self._finish()
-                    return
-                if time.monotonic() >= self.deadline and not self.reserved:
-                    await self._give_back(conn)
-                    self._finish()
-                    return
-            free = min(self.free_slots(), self.lane_share)
-            # A settle claims too, in the same round trip, even after a claim came up
-            # short: the jobs it ends free room under their queue's cap and group caps,
-            # so the jobs a cap held back start now rather than at the next poll.
-            want = (
-                free
-                if (
-                    free > 0
-                    and not self.stopping
-                    and (self.shared.maybe_more or self.shared.outcomes)
-                )
-                else 0
-            )
-            busy = bool(self.shared.inflight or self.reserved or self.claiming)
-            want, alone = self.quarantine.claim(want, busy=busy, stopping=self.stopping)
+            if self.stopping and await self._stopped(conn):
+                return
+            want, alone = self._wanted()
             if not self.shared.outcomes and want == 0:
-                if (
-                    self.options.burst
-                    and not self.shared.inflight
-                    and not self.shared.maybe_more
-                    and not self.reserved
-                ):
-                    promoted = await self.promote()
-                    if not promoted and not (
-                        self.shared.inflight
-                        or self.reserved
-                        or self.shared.outcomes
-                        or self.shared.counting
-                    ):
-                        self._finish()  # re-checked: the other lane may have claimed meanwhile
-                        return
-                    self.shared.maybe_more = True
-                    continue
-                # One lane polls; the others wake on a hint, a finished job, or rarely.
-                poll = self.options.poll_interval * (1 if conn is self.claimer else 5)
-                await self._wait(self.deadline, poll)
+                if await self._idle(conn):
+                    return
                 continue
-            if want and self.claiming and not self.shared.outcomes and not self.backlog:
-                # Another lane's claim is on its way, this one has nothing to settle, and
-                # the last claim came back short (the queues had run dry): a hint makes
-                # one claim, not one per lane. That claim wakes this lane when it comes
-                # back full. Through a backlog the lanes claim side by side.
+            if state.another_claim_suffices(want, bool(self.shared.outcomes)):
                 await self._wait(self.deadline, self.options.poll_interval)
                 continue
-            settle_only = bool(want and self.claiming and self.serial_claims)
+            settle_only = state.settles_only(want)
             if settle_only:
-                want = 0  # the other lane's claim is on its way: this one only settles
+                want = 0
                 if not self.shared.outcomes:
                     await self._wait(self.deadline, self.options.poll_interval)
                     continue
-            outcomes, self.shared.outcomes = self.shared.outcomes, []
-            freed = self.freed_meanwhile
-            woken = self.shared.woken
-            # No queue with limits in sight: the settle and the claim share one
-            # transaction, the claim sees what the settle made runnable, and it is the
-            # plain claim (sql.CLAIM_PLAIN), which reports a queue with limits instead.
-            # A claim alone is never merged: the plain claim would pass over its queue if
-            # that queue has limits.
-            merged = bool(want) and not (self.serial_claims or self.full_claims) and alone is None
-            if want:
-                self.claiming += 1
-            self.reserved += want
-            try:
-                rows, token = await self._settle_and_claim(
-                    conn, outcomes, want, alone, merged=merged
-                )
-            finally:
-                self.reserved -= want
-                if want:
-                    self.claiming -= 1
-                    if self.serial_claims:
-                        self.shared.wakeup.set()  # the other lane may claim now
-            marker_rows = [row for row in rows if row[0] is None]  # sql.CLAIM's markers
-            markers = {row[1] for row in marker_rows}
-            rate_waits = [row[4] / 1000 for row in marker_rows if row[1] == "rate"]
-            if markers:
-                rows = [row for row in rows if row[0] is not None]
-            if settle_only:
-                # The room this settle freed may have come too late for the claim on its
-                # way: the next claim looks again at once.
-                self.freed_meanwhile += 1
-                self.shared.maybe_more = True
-            if want:
-                self.backlog = len(rows) >= want
-                self.shared.maybe_more = (
-                    len(rows) >= want
-                    or self.freed_meanwhile != freed
-                    or self.shared.woken != woken
-                    # The plain claim passed over a queue with limits: the full one, now.
-                    or (merged and bool(markers & {"limited", "fair"}))
-                )
-                if self.shared.maybe_more:
-                    self.shared.wakeup.set()  # the other lane claims beside this one
-                self.serial_claims = "limited" in markers
-                self.full_claims = "fair" in markers
-                self._held_back("held" in markers, bool(rows), min(rate_waits, default=None))
-                if alone is not None:
-                    self.shared.maybe_more = True  # it looked for nothing but a suspect
-            if not merged and any(
-                o.execution.flow_id is not None
-                or (o.kind in ("retry", "snoozed", "released") and o.delay <= 0)
-                for o in outcomes
+            await self._round(conn, want, alone, settle_only=settle_only)
+
+    async def _stopped(self, conn: Connection) -> bool:
+        """While stopping: whether this lane is done (nothing runs, or the shutdown
+        timeout came and what still ran was given back)."""
+        if self.deadline is None:
+            self.deadline = time.monotonic() + self.options.shutdown_timeout
+            self.quarantine.let_go()  # another worker runs the suspects
+        if not self.shared.inflight and not self.shared.outcomes and not self.reserved:
+            self._finish()
+            return True
+        if time.monotonic() >= self.deadline and not self.reserved:
+            await self._give_back(conn)
+            self._finish()
+            return True
+        return False
+
+    def _wanted(self) -> tuple[int, list[str] | None]:
+        """How many jobs to claim, and the queues of a claim alone (a suspect's)."""
+        free = min(self.free_slots(), self.lane_share)
+        # A settle claims too, in the same round trip, even after a claim came up
+        # short: the jobs it ends free room under their queue's cap and group caps,
+        # so the jobs a cap held back start now rather than at the next poll.
+        more = self.shared.maybe_more or bool(self.shared.outcomes)
+        want = free if free > 0 and not self.stopping and more else 0
+        busy = bool(self.shared.inflight or self.reserved or self.state.claiming)
+        return self.quarantine.claim(want, busy=busy, stopping=self.stopping)
+
+    async def _idle(self, conn: Connection) -> bool:
+        """Nothing to settle or claim: wait for a hint, a finished job or the poll; in
+        burst mode, promote what is due or finish. Whether this lane is done."""
+        shared = self.shared
+        burst_dry = not (shared.inflight or shared.maybe_more or self.reserved)
+        if self.options.burst and burst_dry:
+            promoted = await self.promote()
+            if not promoted and not (
+                shared.inflight or self.reserved or shared.outcomes or shared.counting
             ):
-                # This settle may have made jobs runnable, after its claim. (A merged
-                # claim saw them; the flow children the count-down releases after the
-                # commit wake the workers with a notification.)
-                self.shared.maybe_more = True
-            for row in rows:
-                self._start(row, token)
+                self._finish()  # re-checked: the other lane may have claimed meanwhile
+                return True
+            shared.maybe_more = True
+            return False
+        # One lane polls; the others wake on a hint, a finished job, or rarely.
+        poll = self.options.poll_interval * (1 if conn is self.claimer else 5)
+        await self._wait(self.deadline, poll)
+        return False
+
+    async def _round(
+        self, conn: Connection, want: int, alone: list[str] | None, *, settle_only: bool
+    ) -> None:
+        """Settle what ended and claim `want` jobs, in one round trip; start them."""
+        state, shared = self.state, self.shared
+        outcomes, shared.outcomes = shared.outcomes, []
+        freed, woken = state.freed_meanwhile, shared.woken
+        merged = state.merged(want, alone)
+        if want:
+            state.claiming += 1
+        self.reserved += want
+        try:
+            rows, token = await self._settle_and_claim(conn, outcomes, want, alone, merged=merged)
+        finally:
+            self.reserved -= want
+            if want:
+                state.claiming -= 1
+                if state.serial:
+                    shared.wakeup.set()  # the other lane may claim now
+        marker_rows = [row for row in rows if row[0] is None]  # sql.CLAIM's markers
+        markers = {row[1] for row in marker_rows}
+        if markers:
+            rows = [row for row in rows if row[0] is not None]
+        if settle_only:
+            # The room this settle freed may have come too late for the claim on its
+            # way: the next claim looks again at once.
+            state.freed_meanwhile += 1
+            shared.maybe_more = True
+        if want:
+            news = freed != state.freed_meanwhile or shared.woken != woken
+            self._claimed(len(rows) >= want, merged, markers, news)
+            rate_waits = [row[4] / 1000 for row in marker_rows if row[1] == "rate"]
+            self._held_back("held" in markers, bool(rows), min(rate_waits, default=None))
             if alone is not None:
-                self.quarantine.claimed_alone(rows)
-            elif "suspects" in markers:
-                self.quarantine.seen(r[2] for r in marker_rows if r[1] == "suspects")
-            if rows:
-                await asyncio.sleep(0)  # let quick handlers finish: their settle joins this batch
+                shared.maybe_more = True  # it looked for nothing but a suspect
+        if not merged and any(
+            o.execution.flow_id is not None
+            or (o.kind in ("retry", "snoozed", "released") and o.delay <= 0)
+            for o in outcomes
+        ):
+            # This settle may have made jobs runnable, after its claim. (A merged
+            # claim saw them; the flow children the count-down releases after the
+            # commit wake the workers with a notification.)
+            shared.maybe_more = True
+        for row in rows:
+            self._start(row, token)
+        if alone is not None:
+            self.quarantine.claimed_alone(rows)
+        elif "suspects" in markers:
+            self.quarantine.seen(r[2] for r in marker_rows if r[1] == "suspects")
+        if rows:
+            await asyncio.sleep(0)  # let quick handlers finish: their settle joins this batch
+
+    def _claimed(self, full: bool, merged: bool, markers: set[str], news: bool) -> None:
+        """After a claim: whether there may be more to claim, and how the next goes."""
+        self.state.backlog = full
+        self.shared.maybe_more = (
+            full
+            or news  # room freed, or a hint, while the claim was on its way
+            # The plain claim passed over a queue with limits: the full one, now.
+            or (merged and bool(markers & {"limited", "fair"}))
+        )
+        if self.shared.maybe_more:
+            self.shared.wakeup.set()  # the other lane claims beside this one
+        self.state.heard(markers)
 
     def _held_back(self, held: bool, claimed: bool, rate_wait: float | None = None) -> None:
         """After a claim: if it left work it could not take, claim again soon; when a
@@ -338,19 +329,60 @@ class Lanes:
         """Settle finished jobs and claim the next batch, in one round trip: in one
         transaction if `merged`, else the settle's commit first."""
         token = random.getrandbits(62)
+        batch = self._batch(outcomes)
+        floors = self.shared.floors
+        floor_params, numbered = floors.for_claim(alone is not None) if want else ({}, 0)
+        wake_queues, wake_released = batch.runnable_now()
+        trip = RoundTrip(
+            batch,
+            self._claim_params(want, alone, token, floor_params),
+            # Merged only while no queue in sight has limits: the plain claim.
+            self.weights.statement(merged),
+            want,
+            merged,
+            wake_queues,
+            wake_released,
+        )
+        try:
+            rows = await lane.run(trip, what="settle and claim")
+        except BaseException as exc:
+            if want:
+                floors.dropped(numbered)
+            if not isinstance(exc, psycopg.Error | UnicodeError):
+                raise
+            await self._round_failed(lane, outcomes, batch, exc)
+            return [], token
+        if want:
+            floors.claimed(numbered, (row for row in rows if row[0] is not None))
+            self.weights.claimed(row[2] for row in rows if row[0] is not None)
+        if trip.sent:
+            batch.report(log, trip.sent[-1])
+            if batch.left_children(trip.sent[-1]):
+                self.shared.counting_down.set()  # the rest of a big fan-out: _count_down_loop
+        hints = batch.hints()
+        if hints:
+            self.output.hints.extend(hints)
+            self.shared.busy.set()  # the flusher sends them
+        return rows, token
+
+    def _batch(self, outcomes: list[Outcome]) -> SettleBatch:
+        """The settle of these outcomes, with the progress they have not flushed yet: a
+        job's last report goes in before its row moves, never lost to the race with its
+        completion."""
         batch = SettleBatch.of(outcomes)
         batch.chunk = self.flow_chunk
-        # Progress not flushed yet goes in with the settle, before the row moves:
-        # a job's last report must not be lost to the race with its completion.
         for outcome in outcomes:
             job_id = outcome.execution.job_id
             pending = self.output.progress.pop(job_id, None) or self.output.flushing.get(job_id)
             if pending is not None:
                 batch.progress[job_id] = pending
-        floors = self.shared.floors
-        floor_params, numbered = floors.for_claim(alone is not None) if want else ({}, 0)
-        claim = {
-            **floor_params,
+        return batch
+
+    def _claim_params(
+        self, want: int, alone: list[str] | None, token: int, floors: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            **floors,
             # A claim alone looks only in the queues whose suspects' right it holds.
             "all_queues": not self.options.queues and alone is None,
             "queues": self.options.queues if alone is None else alone,
@@ -362,90 +394,28 @@ class Lanes:
             **self.weights.params(alone),
         }
 
-        tries = 0
-        wake_queues, wake_released = batch.runnable_now()
-        sent: list[Script] = []  # the message that went through (the last try's)
-
-        async def action(conn: psycopg.AsyncConnection) -> list[tuple[Any, ...]]:
-            nonlocal tries
-            tries += 1
-            if tries > 1 and want:
-                # The last try may have committed before its connection broke.
-                cur = await conn.execute(sql.RECOVER_CLAIM, claim)
-                recovered = await cur.fetchall()
-                if recovered:
-                    return recovered
-            script = Script()
-            place = None
-            # Apart (not merged), the settle commits first and the claim after it in a
-            # transaction of its own: both in one message, so one round trip still. A
-            # settle frees room under its queue's cap and its jobs' group caps, and
-            # counts down the children of flow nodes (a fan-in's join: one row every
-            # settling lane needs). Committed before the claim, it frees that room and
-            # that row for every claimer now, not after this claim has waited its turn
-            # for the queue's lock. Merged, where no limits make claims wait their
-            # turn: one transaction, one commit, and the claim takes the jobs the
-            # settle has just made runnable (a flow node's child, a retry).
-            if not merged:
-                batch.settle_in(script)
-            if want or wake_queues or wake_released:
-                script.raw("BEGIN")
-                if merged and batch:
-                    batch.add_to(script)
-                if want:
-                    for setting in sql.CLAIM_SETTINGS:
-                        script.raw(setting)
-                    # Merged only while no queue in sight has limits: the plain claim.
-                    place = script.add(self.weights.statement(merged), claim, rows=True)
-                if wake_queues or wake_released:
-                    # After the claim: the others are woken only for what it left.
-                    script.add(WAKE_LEFT, {"queues": wake_queues})
-                    if wake_released:
-                        script.raw(sql.CLEAR_RELEASED)
-                script.raw("COMMIT")
-            if merged:
-                batch.refresh_in(script)
-            await script.run(conn)
-            sent.append(script)
-            return script.rows(place) if place is not None else []
-
-        try:
-            rows = await lane.run(action, what="settle and claim")
-        except BaseException as exc:
-            if want:
-                floors.dropped(numbered)
-            if not isinstance(exc, psycopg.Error | UnicodeError):
-                raise
-            if not (batch and refused(exc)):
-                log.exception("settle and claim failed; the jobs will be rescued after their lease")
-                return [], token
-            log.warning(
-                "Postgres refused a settle of %d job(s) (%s); settling them one by one",
-                len(outcomes),
-                why_refused(exc),
-            )
-            await settle_one_by_one(
-                lane,
-                outcomes,
-                batch.progress,
-                chunk=self.flow_chunk,
-                worker_id=self.worker_id,
-                settled=self._settled,
-            )
-            self.shared.maybe_more = True  # the claim did not run
-            return [], token
-        if want:
-            floors.claimed(numbered, (row for row in rows if row[0] is not None))
-            self.weights.claimed(row[2] for row in rows if row[0] is not None)
-        if sent:
-            batch.report(log, sent[-1])
-            if batch.left_children(sent[-1]):
-                self.shared.counting_down.set()  # the rest of a big fan-out: _count_down_loop
-        hints = batch.hints()
-        if hints:
-            self.output.hints.extend(hints)
-            self.shared.busy.set()  # the flusher sends them
-        return rows, token
+    async def _round_failed(
+        self, lane: Connection, outcomes: list[Outcome], batch: SettleBatch, exc: BaseException
+    ) -> None:
+        """A round trip that Postgres refused or that broke: a refused settle goes again
+        one job at a time; anything else is left to the leases."""
+        if not (batch and refused(exc)):
+            log.exception("settle and claim failed; the jobs will be rescued after their lease")
+            return
+        log.warning(
+            "Postgres refused a settle of %d job(s) (%s); settling them one by one",
+            len(outcomes),
+            why_refused(exc),
+        )
+        await settle_one_by_one(
+            lane,
+            outcomes,
+            batch.progress,
+            chunk=self.flow_chunk,
+            worker_id=self.worker_id,
+            settled=self._settled,
+        )
+        self.shared.maybe_more = True  # the claim did not run
 
     def _settled(self, hints: list[str], left_children: bool) -> None:
         """After a settle apart from a claim: what it leaves the count-down and the flusher."""

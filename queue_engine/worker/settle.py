@@ -213,129 +213,31 @@ class SettleBatch:
             script.add(RELEASE_COUNTED, [self.flows])
 
     def add_to(self, script: Script) -> None:
-        """Add the settle statements to a transaction `script` has begun."""
-
-        def ids_tokens(items: list[Outcome]) -> dict[str, Any]:
-            return {
-                "ids": [o.execution.job_id for o in items],
-                "tokens": [o.execution.token for o in items],
-            }
-
+        """Add the settle statements to a transaction `script` has begun: the progress
+        not flushed yet, then SETTLE_STEPS in their order, each that has jobs to settle,
+        then the refresh of the flows they touch."""
         self.places = []
-        statements: list[tuple[str, Prepared, list[Outcome], dict[str, Any]]] = []
+        self.marking = []
         if self.progress:
             ids = sorted(self.progress)
-            statements.append(
-                (
-                    "progress",
-                    PROGRESS,
-                    [],
-                    {
-                        "ids": ids,
-                        "tokens": [self.progress[i][0] for i in ids],
-                        "fractions": [self.progress[i][1] for i in ids],
-                        "messages": [self.progress[i][2] for i in ids],
-                    },
-                )
-            )
-        plain = [o for o in self.succeeded if o.execution.flow_id is None]
-        in_flows = [o for o in self.succeeded if o.execution.flow_id is not None]
-        if plain:
-            statements.append(
-                (
-                    "succeeded",
-                    SETTLE_SUCCEEDED,
-                    plain,
-                    {**ids_tokens(plain), "results": [o.result for o in plain]},
-                )
-            )
-        if in_flows:
-            statements.append(
-                (
-                    "flow",
-                    SETTLE_SUCCEEDED_FLOW,
-                    in_flows,
-                    {
-                        **ids_tokens(in_flows),
-                        "results": [o.result for o in in_flows],
-                        "chunk": self.chunk,
-                    },
-                )
-            )
-        if self.failed:
-            statements.append(
-                (
-                    "failed",
-                    SETTLE_FAILED,
-                    self.failed,
-                    {**ids_tokens(self.failed), "errors": [o.error for o in self.failed]},
-                )
-            )
-        if self.retry:
-            statements.append(
-                (
-                    "retried",
-                    SETTLE_RETRY,
-                    self.retry,
-                    {
-                        **ids_tokens(self.retry),
-                        "delays": [o.delay for o in self.retry],
-                        "errors": [o.error for o in self.retry],
-                    },
-                )
-            )
-        if self.snoozed:
-            statements.append(
-                (
-                    "snoozed",
-                    SETTLE_SNOOZED,
-                    self.snoozed,
-                    {
-                        **ids_tokens(self.snoozed),
-                        "delays": [o.delay for o in self.snoozed],
-                        "payloads": [o.payload for o in self.snoozed],
-                    },
-                )
-            )
-        if self.parked:
-            parked = {
-                **ids_tokens(self.parked),
-                "untils": [o.until for o in self.parked],
-                "waits": [o.payload for o in self.parked],
+            params = {
+                "ids": ids,
+                "tokens": [self.progress[i][0] for i in ids],
+                "fractions": [self.progress[i][1] for i in ids],
+                "messages": [self.progress[i][2] for i in ids],
             }
-            # After the mailboxes' locks: a signal being sent now commits first.
-            statements.append(("mailboxes", LOCK_MAILBOXES, [], {"ids": parked["ids"]}))
-            statements.append(("parked", SETTLE_PARKED, self.parked, parked))
-            # A statement of its own: its snapshot sees the signals sent meanwhile.
-            statements.append(("mailed", WAKE_MAILED, [], {"ids": parked["ids"]}))
-        if self.released:
-            statements.append(("released", RELEASE, self.released, ids_tokens(self.released)))
-        if self.cancelled:
-            statements.append(
-                ("cancelled", SETTLE_CANCELLED, self.cancelled, ids_tokens(self.cancelled))
-            )
-        for statement, items in (
-            (RECORD_RESULT, [o for o in self.results if o.execution.flow_id is None]),
-            (RECORD_RESULT_FLOW, [o for o in self.results if o.execution.flow_id is not None]),
-        ):
-            if items:
-                params = {
-                    "ids": [o.execution.job_id for o in items],
-                    "results": [o.result for o in items],
-                }
-                if statement is RECORD_RESULT_FLOW:
-                    params["chunk"] = self.chunk
-                statements.append(("results", statement, items, params))
-        ended = [o.execution.job_id for o in self.failed + self.cancelled if o.execution.flow_id]
-        if ended:
-            # In the same transaction: what waits on a dead node never counts as waiting.
-            statements.append(("upstream", MARK_UPSTREAM_FAILED, [], {"ids": ended}))
-        self.marking = []
-        for name, statement, items, params in statements:
-            marks = statement in (SETTLE_SUCCEEDED_FLOW, RECORD_RESULT_FLOW)
-            place = script.add(statement, params, rows=marks)
-            self.places.append((name, len(items), place))
-            if marks:
+            self.places.append(("progress", 0, script.add(PROGRESS, params)))
+        for step in SETTLE_STEPS:
+            items = step.outcomes(self)
+            if not items:
+                continue
+            params = {"ids": [o.execution.job_id for o in items]}
+            if step.tokens:
+                params["tokens"] = [o.execution.token for o in items]
+            params.update(step.params(self, items))
+            place = script.add(step.statement, params, rows=step.marks)
+            self.places.append((step.name, len(items) if step.counts else 0, place))
+            if step.marks:
                 self.marking.append(place)
         if self.flows:
             script.add(REFRESH_FLOWS, [self.flows])
@@ -401,3 +303,90 @@ def changed_outcomes(batch: SettleBatch) -> list[Outcome]:
         + batch.released
         + batch.cancelled
     )
+
+
+@dataclass(frozen=True)
+class SettleStep:
+    """One statement of the settle: the outcomes it settles (none: it is left out), what
+    it takes beside their ids (and tokens, the fence of the attempt they belong to)."""
+
+    name: str  # as SettleBatch.report and the places name it
+    statement: Prepared
+    outcomes: Callable[[SettleBatch], list[Outcome]]
+    params: Callable[[SettleBatch, list[Outcome]], dict[str, Any]] = lambda batch, items: {}
+    tokens: bool = True
+    counts: bool = True  # whether its rows are the outcomes it settles (in places)
+    marks: bool = False  # may leave FlowRelease rows for the rest of a big fan-out
+
+
+def _plain(items: list[Outcome]) -> list[Outcome]:
+    return [o for o in items if o.execution.flow_id is None]
+
+
+def _in_flows(items: list[Outcome]) -> list[Outcome]:
+    return [o for o in items if o.execution.flow_id is not None]
+
+
+def _results(batch: SettleBatch, items: list[Outcome]) -> dict[str, Any]:
+    return {"results": [o.result for o in items]}
+
+
+def _results_chunked(batch: SettleBatch, items: list[Outcome]) -> dict[str, Any]:
+    return {"results": [o.result for o in items], "chunk": batch.chunk}
+
+
+# The settle's statements, in the transaction's order.
+SETTLE_STEPS: tuple[SettleStep, ...] = (
+    SettleStep("succeeded", SETTLE_SUCCEEDED, lambda b: _plain(b.succeeded), _results),
+    SettleStep(
+        "flow",
+        SETTLE_SUCCEEDED_FLOW,
+        lambda b: _in_flows(b.succeeded),
+        _results_chunked,
+        marks=True,
+    ),
+    SettleStep(
+        "failed", SETTLE_FAILED, lambda b: b.failed, lambda b, i: {"errors": [o.error for o in i]}
+    ),
+    SettleStep(
+        "retried",
+        SETTLE_RETRY,
+        lambda b: b.retry,
+        lambda b, i: {"delays": [o.delay for o in i], "errors": [o.error for o in i]},
+    ),
+    SettleStep(
+        "snoozed",
+        SETTLE_SNOOZED,
+        lambda b: b.snoozed,
+        lambda b, i: {"delays": [o.delay for o in i], "payloads": [o.payload for o in i]},
+    ),
+    # After the mailboxes' locks: a signal being sent now commits first.
+    SettleStep("mailboxes", LOCK_MAILBOXES, lambda b: b.parked, tokens=False, counts=False),
+    SettleStep(
+        "parked",
+        SETTLE_PARKED,
+        lambda b: b.parked,
+        lambda b, i: {"untils": [o.until for o in i], "waits": [o.payload for o in i]},
+    ),
+    # A statement of its own: its snapshot sees the signals sent meanwhile.
+    SettleStep("mailed", WAKE_MAILED, lambda b: b.parked, tokens=False, counts=False),
+    SettleStep("released", RELEASE, lambda b: b.released),
+    SettleStep("cancelled", SETTLE_CANCELLED, lambda b: b.cancelled),
+    SettleStep("results", RECORD_RESULT, lambda b: _plain(b.results), _results, tokens=False),
+    SettleStep(
+        "results",
+        RECORD_RESULT_FLOW,
+        lambda b: _in_flows(b.results),
+        _results_chunked,
+        tokens=False,
+        marks=True,
+    ),
+    # In the same transaction: what waits on a dead node never counts as waiting.
+    SettleStep(
+        "upstream",
+        MARK_UPSTREAM_FAILED,
+        lambda b: _in_flows(b.failed + b.cancelled),
+        tokens=False,
+        counts=False,
+    ),
+)

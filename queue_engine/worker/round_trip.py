@@ -1,0 +1,127 @@
+"""The lanes' round trips (worker/lanes.py): what the last claims said, which decides how
+the next one is sent (ClaimState), and one settle-and-claim message (RoundTrip)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from queue_engine import sql
+from queue_engine.worker.script import Prepared, Script
+from queue_engine.worker.settle import SettleBatch
+
+WAKE_LEFT = Prepared("qe_wake_left", sql.WAKE_LEFT)
+
+Row = tuple[Any, ...]
+
+
+@dataclass
+class ClaimState:
+    """How a worker's lanes claim, from what the last claim met (sql.CLAIM's markers).
+
+    - `serial`: a queue with limits was in sight. The worker sends one claim at a time:
+      its lanes would only wait for each other at the queue's lock, each with a smaller
+      share of the room, and the lane that lost the race could leave the job at the
+      head of the queue to wait behind the next one. The other lane settles meanwhile.
+      Until the first claim says otherwise, claims take turns.
+    - `full`: a fair queue without caps was in sight (the `fair` marker): the full
+      claim, which the plain one passes it over for, but no turns on its lock.
+    - `backlog`: the last claim came back with all it asked for.
+    """
+
+    serial: bool = True
+    full: bool = False
+    backlog: bool = False
+    claiming: int = 0  # claims on their way
+    freed_meanwhile: int = 0  # settles sent while a claim was on its way
+
+    def merged(self, want: int, alone: list[str] | None) -> bool:
+        """Whether the settle and the claim share one transaction: only while no queue
+        with limits is in sight, so that the claim is the plain one (sql.CLAIM_PLAIN),
+        which reports a queue with limits instead. A claim alone is never merged: the
+        plain claim would pass over its queue if that queue has limits."""
+        return bool(want) and not (self.serial or self.full) and alone is None
+
+    def another_claim_suffices(self, want: int, outcomes: bool) -> bool:
+        """Another lane's claim is on its way, this one has nothing to settle, and the
+        last claim came back short (the queues had run dry): a hint makes one claim, not
+        one per lane. That claim wakes this lane when it comes back full. Through a
+        backlog the lanes claim side by side."""
+        return bool(want and self.claiming and not outcomes and not self.backlog)
+
+    def settles_only(self, want: int) -> bool:
+        """The other lane's claim is on its way and claims take turns: settle only."""
+        return bool(want and self.claiming and self.serial)
+
+    def heard(self, markers: set[str]) -> None:
+        """The claim's markers: how the next one goes."""
+        self.serial = "limited" in markers
+        self.full = "fair" in markers
+
+
+@dataclass
+class RoundTrip:
+    """One message: the settle of `batch` and, with `want`, a claim (`claim`, its
+    parameters), in one transaction if `merged`, else the settle's commit first; and the
+    wake-ups for what the settle made runnable. Sent again on a broken connection, it
+    first looks for the rows an earlier try's claim took (its commit may have gone
+    through unseen)."""
+
+    batch: SettleBatch
+    claim: dict[str, Any]
+    statement: Prepared
+    want: int
+    merged: bool
+    wake_queues: list[str]
+    wake_released: bool
+    tries: int = 0
+    sent: list[Script] = field(default_factory=list)  # the message that went through
+
+    async def __call__(self, conn: psycopg.AsyncConnection) -> list[Row]:
+        self.tries += 1
+        if self.tries > 1 and self.want:
+            cur = await conn.execute(sql.RECOVER_CLAIM, self.claim)
+            recovered = await cur.fetchall()
+            if recovered:
+                return recovered
+        script = Script()
+        place = self._compose(script)
+        await script.run(conn)
+        self.sent.append(script)
+        return script.rows(place) if place is not None else []
+
+    def _compose(self, script: Script) -> int | None:
+        """The statements, in order; the claim's place among them, if it claims.
+
+        Apart (not merged), the settle commits first and the claim after it in a
+        transaction of its own: both in one message, so one round trip still. A settle
+        frees room under its queue's cap and its jobs' group caps, and counts down the
+        children of flow nodes (a fan-in's join: one row every settling lane needs).
+        Committed before the claim, it frees that room and that row for every claimer
+        now, not after this claim has waited its turn for the queue's lock. Merged,
+        where no limits make claims wait their turn: one transaction, one commit, and
+        the claim takes the jobs the settle has just made runnable (a flow node's
+        child, a retry)."""
+        batch, place = self.batch, None
+        wakes = bool(self.wake_queues or self.wake_released)
+        if not self.merged:
+            batch.settle_in(script)
+        if self.want or wakes:
+            script.raw("BEGIN")
+            if self.merged and batch:
+                batch.add_to(script)
+            if self.want:
+                for setting in sql.CLAIM_SETTINGS:
+                    script.raw(setting)
+                place = script.add(self.statement, self.claim, rows=True)
+            if wakes:
+                # After the claim: the others are woken only for what it left.
+                script.add(WAKE_LEFT, {"queues": self.wake_queues})
+                if self.wake_released:
+                    script.raw(sql.CLEAR_RELEASED)
+            script.raw("COMMIT")
+        if self.merged:
+            batch.refresh_in(script)
+        return place
