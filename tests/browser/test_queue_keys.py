@@ -36,7 +36,14 @@ def test_the_keys_panel_shows_each_keys_share_and_budget(
         ClaimLog.objects.create(queue="tenants", group_key=key, at=now, count=started // 2)
     page = new_page("viewer", color_scheme=scheme, viewport={"width": width, "height": 900})
 
+    # The socket's first push swaps the panel in again: read it after that push, or a
+    # step (the scroll) may hold an element the swap has just taken out of the page.
+    page.add_init_script(
+        "document.addEventListener('htmx:wsAfterMessage',"
+        " () => { window.pushes = (window.pushes || 0) + 1; });"
+    )
     page.goto(f"{server.url}/queues/tenants/")
+    page.wait_for_function("window.pushes >= 1")
 
     panel = page.locator("#queue-keys")
     rows = panel.locator("tbody tr")
