@@ -49,7 +49,7 @@ def ensure_leaves(cursor, parts):
     # The time-range leaves are housekeeping, not schema: the leader's partitions service
     # keeps them ahead of the clock for ever after; made here so that rows written before
     # a worker first runs land in them, with the engine's current rules.
-    from queue_engine.schema.partitions import ensure_leaves as current
+    from queue_engine.history import ensure_leaves as current
 
     current(cursor, parts)
 
