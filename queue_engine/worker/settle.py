@@ -220,7 +220,7 @@ class SettleBatch:
         self.marking = []
         if self.progress:
             ids = sorted(self.progress)
-            params = {
+            params: dict[str, Any] = {
                 "ids": ids,
                 "tokens": [self.progress[i][0] for i in ids],
                 "fractions": [self.progress[i][1] for i in ids],
@@ -234,7 +234,10 @@ class SettleBatch:
             params = {"ids": [o.execution.job_id for o in items]}
             if step.tokens:
                 params["tokens"] = [o.execution.token for o in items]
-            params.update(step.params(self, items))
+            for name, attribute in step.columns:
+                params[name] = [getattr(o, attribute) for o in items]
+            if step.marks:
+                params["chunk"] = self.chunk
             place = script.add(step.statement, params, rows=step.marks)
             self.places.append((step.name, len(items) if step.counts else 0, place))
             if step.marks:
@@ -307,16 +310,19 @@ def changed_outcomes(batch: SettleBatch) -> list[Outcome]:
 
 @dataclass(frozen=True)
 class SettleStep:
-    """One statement of the settle: the outcomes it settles (none: it is left out), what
-    it takes beside their ids (and tokens, the fence of the attempt they belong to)."""
+    """One statement of the settle: the outcomes it settles (none: it is left out), and
+    what it takes beside their ids: their tokens (the fence of the attempt they belong
+    to) and the columns of `Outcome` it names, each as the array parameter it fills."""
 
     name: str  # as SettleBatch.report and the places name it
     statement: Prepared
     outcomes: Callable[[SettleBatch], list[Outcome]]
-    params: Callable[[SettleBatch, list[Outcome]], dict[str, Any]] = lambda batch, items: {}
+    columns: tuple[tuple[str, str], ...] = ()  # (parameter, Outcome attribute)
     tokens: bool = True
     counts: bool = True  # whether its rows are the outcomes it settles (in places)
-    marks: bool = False  # may leave FlowRelease rows for the rest of a big fan-out
+    # Counts a flow node's children down, SettleBatch.chunk at a time, and may leave
+    # FlowRelease rows for the rest of a big fan-out.
+    marks: bool = False
 
 
 def _plain(items: list[Outcome]) -> list[Outcome]:
@@ -327,57 +333,39 @@ def _in_flows(items: list[Outcome]) -> list[Outcome]:
     return [o for o in items if o.execution.flow_id is not None]
 
 
-def _results(batch: SettleBatch, items: list[Outcome]) -> dict[str, Any]:
-    return {"results": [o.result for o in items]}
-
-
-def _results_chunked(batch: SettleBatch, items: list[Outcome]) -> dict[str, Any]:
-    return {"results": [o.result for o in items], "chunk": batch.chunk}
-
+RESULTS = (("results", "result"),)
 
 # The settle's statements, in the transaction's order.
 SETTLE_STEPS: tuple[SettleStep, ...] = (
-    SettleStep("succeeded", SETTLE_SUCCEEDED, lambda b: _plain(b.succeeded), _results),
+    SettleStep("succeeded", SETTLE_SUCCEEDED, lambda b: _plain(b.succeeded), RESULTS),
     SettleStep(
-        "flow",
-        SETTLE_SUCCEEDED_FLOW,
-        lambda b: _in_flows(b.succeeded),
-        _results_chunked,
-        marks=True,
+        "flow", SETTLE_SUCCEEDED_FLOW, lambda b: _in_flows(b.succeeded), RESULTS, marks=True
     ),
+    SettleStep("failed", SETTLE_FAILED, lambda b: b.failed, (("errors", "error"),)),
     SettleStep(
-        "failed", SETTLE_FAILED, lambda b: b.failed, lambda b, i: {"errors": [o.error for o in i]}
-    ),
-    SettleStep(
-        "retried",
-        SETTLE_RETRY,
-        lambda b: b.retry,
-        lambda b, i: {"delays": [o.delay for o in i], "errors": [o.error for o in i]},
+        "retried", SETTLE_RETRY, lambda b: b.retry, (("delays", "delay"), ("errors", "error"))
     ),
     SettleStep(
         "snoozed",
         SETTLE_SNOOZED,
         lambda b: b.snoozed,
-        lambda b, i: {"delays": [o.delay for o in i], "payloads": [o.payload for o in i]},
+        (("delays", "delay"), ("payloads", "payload")),
     ),
     # After the mailboxes' locks: a signal being sent now commits first.
     SettleStep("mailboxes", LOCK_MAILBOXES, lambda b: b.parked, tokens=False, counts=False),
     SettleStep(
-        "parked",
-        SETTLE_PARKED,
-        lambda b: b.parked,
-        lambda b, i: {"untils": [o.until for o in i], "waits": [o.payload for o in i]},
+        "parked", SETTLE_PARKED, lambda b: b.parked, (("untils", "until"), ("waits", "payload"))
     ),
     # A statement of its own: its snapshot sees the signals sent meanwhile.
     SettleStep("mailed", WAKE_MAILED, lambda b: b.parked, tokens=False, counts=False),
     SettleStep("released", RELEASE, lambda b: b.released),
     SettleStep("cancelled", SETTLE_CANCELLED, lambda b: b.cancelled),
-    SettleStep("results", RECORD_RESULT, lambda b: _plain(b.results), _results, tokens=False),
+    SettleStep("results", RECORD_RESULT, lambda b: _plain(b.results), RESULTS, tokens=False),
     SettleStep(
         "results",
         RECORD_RESULT_FLOW,
         lambda b: _in_flows(b.results),
-        _results_chunked,
+        RESULTS,
         tokens=False,
         marks=True,
     ),
