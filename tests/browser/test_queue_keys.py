@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from queue_engine.models import ClaimLog, GroupLimit, Job, QueueConfig
-from tests.support.browser import Server, screenshot
+from tests.support.browser import Server, screenshot, wait_until
 from tests.support.history import history_row
 
 
@@ -43,7 +43,7 @@ def test_the_keys_panel_shows_each_keys_share_and_budget(
         " () => { window.pushes = (window.pushes || 0) + 1; });"
     )
     page.goto(f"{server.url}/queues/tenants/")
-    page.wait_for_function("window.pushes >= 1")
+    wait_until(page, "window.pushes >= 1", 20000)
 
     panel = page.locator("#queue-keys")
     rows = panel.locator("tbody tr")

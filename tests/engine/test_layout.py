@@ -170,3 +170,16 @@ def imports_of_tests() -> list[tuple[str, str]]:
 
 def test_no_test_imports_from_a_test_module_or_a_conftest() -> None:
     assert imports_of_tests() == []
+
+
+def test_no_browser_test_polls_through_wait_for_function() -> None:
+    """Playwright's wait_for_function polls through eval() inside the page, which the
+    console's Content-Security-Policy refuses: it passes only when its first poll already
+    holds, and fails as soon as a slow machine makes it poll again. tests.support.browser's
+    wait_until polls from outside the page's policy."""
+    found = [
+        str(path.relative_to(TESTS.parent))
+        for path in sorted(TESTS.rglob("*.py"))
+        if path.name != "test_layout.py" and "wait_for_function(" in path.read_text()
+    ]
+    assert found == [], f"use tests.support.browser.wait_until in {found}"
