@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from queue_engine import job
-from queue_engine.definitions import Backoff
-from queue_engine.kinds import JobKind
+from queue_engine.definition.decorator import JobKind
+from queue_engine.definition.job import Backoff
 
 if TYPE_CHECKING:
     from queue_engine.worker.context import JobContext

@@ -15,10 +15,7 @@ import sys
 import time
 from typing import Any, Literal
 
-from queue_engine.definitions import Backoff
-from queue_engine.exceptions import Fatal
-from queue_engine.flows import Flow
-from queue_engine.kinds import job
+from queue_engine import Backoff, Fatal, Flow, job
 
 log = logging.getLogger(__name__)
 

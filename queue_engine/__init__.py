@@ -4,7 +4,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from queue_engine.definitions import Backoff
+    from queue_engine.definition.decorator import job
+    from queue_engine.definition.job import Backoff
     from queue_engine.enqueueing.bulk import enqueue_many
     from queue_engine.enqueueing.prepare import JobSpec
     from queue_engine.enqueueing.single import enqueue
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     )
     from queue_engine.flows import Flow, Node
     from queue_engine.gates import send_flow_signal
-    from queue_engine.kinds import job
     from queue_engine.results import aflow_result, ajob_result, flow_result, job_result
     from queue_engine.waits import send_signal
     from queue_engine.worker.context import JobContext
@@ -40,8 +40,8 @@ __version__ = "0.1.0"
 # Where each public name lives. The package resolves them lazily, so that
 # `import queue_engine` works before Django's apps are ready.
 _HOMES = {
-    "Backoff": "queue_engine.definitions",
-    "job": "queue_engine.kinds",
+    "Backoff": "queue_engine.definition.job",
+    "job": "queue_engine.definition.decorator",
     "JobContext": "queue_engine.worker.context",
     "JobSpec": "queue_engine.enqueueing.prepare",
     "enqueue": "queue_engine.enqueueing.single",

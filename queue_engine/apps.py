@@ -9,7 +9,8 @@ class QueueEngineConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
-        from queue_engine import checks, gates, registry  # noqa: F401  gates: its kind
+        from queue_engine import checks, gates  # noqa: F401  gates: its kind
+        from queue_engine.definition import registry
         from queue_engine.ops import queues as ops_queues
 
         checks.register()

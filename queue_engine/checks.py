@@ -196,7 +196,7 @@ def check_engine_settings(app_configs: Any = None, **kwargs: Any) -> list[checks
             )
         )
     if isinstance(queues, dict) and not option("ALLOW_UNDECLARED_QUEUES"):
-        from queue_engine.registry import registry
+        from queue_engine.definition.registry import registry
 
         stray = [
             f"{kind} ({definition.queue!r})"

@@ -11,8 +11,8 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, transaction
 
+from queue_engine.definition.decorator import job
 from queue_engine.exceptions import SignalError
-from queue_engine.kinds import job
 from queue_engine.models import Job
 from queue_engine.waits import check_name, send_signal
 

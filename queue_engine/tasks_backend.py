@@ -16,12 +16,12 @@ from django.tasks.base import Task, TaskError, TaskResult, TaskResultStatus
 from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 
-from queue_engine.definitions import (
+from queue_engine.definition.job import (
     Backoff,
     idle_timeout_problem,
     max_attempts_problem,
 )
-from queue_engine.tasks import QueueEngineTask, definition_for_task
+from queue_engine.definition.tasks import QueueEngineTask, definition_for_task
 
 STATUS = {
     "available": TaskResultStatus.READY,
@@ -65,10 +65,10 @@ class QueueEngineBackend(BaseTaskBackend):
                 raise InvalidTask(f"{task.module_path}: {problem}")
 
     def enqueue[**P, R](self, task: Task[P, R], args: Any, kwargs: Any) -> TaskResult[P, R]:
+        from queue_engine.definition.registry import registry
         from queue_engine.enqueueing.prepare import JobSpec, prepare
         from queue_engine.enqueueing.single import insert_row
         from queue_engine.exceptions import EnqueueError
-        from queue_engine.registry import registry
 
         self.validate_task(task)
         definition = definition_for_task(task)
@@ -93,8 +93,8 @@ class QueueEngineBackend(BaseTaskBackend):
         return result
 
     def get_result(self, result_id: str) -> TaskResult[..., Any]:
+        from queue_engine.definition.registry import registry
         from queue_engine.models import Job, JobRecord
-        from queue_engine.registry import registry
 
         try:
             pk = int(result_id)

@@ -9,7 +9,7 @@ Two fleets, as a Django user would run them:
 - `drain_orm`: the project's settings as runworker applies them: each handler thread keeps
   its own Django connection between jobs (CONN_MAX_AGE 300, queue_engine/worker/cli.py),
   checked only when its socket says the server may have closed it
-  (queue_engine/worker/connections.py). A process has at most `--concurrency` handler
+  (queue_engine/worker/handler_connections.py). A process has at most `--concurrency` handler
   threads, each with its connection: at the bench's usual 200, two processes could open
   400 connections, more than the server's 100, so this fleet runs 40 a process
   (ORM_CONCURRENCY).

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, Protocol, TypedDict, Unpack, overload
 
 from queue_engine.conf import option
-from queue_engine.definitions import (
+from queue_engine.definition.job import (
     DEFAULT_BACKOFF,
     Backoff,
     Call,
@@ -19,11 +19,11 @@ from queue_engine.definitions import (
     name_problem,
     priority_problem,
 )
+from queue_engine.definition.registry import registry
 from queue_engine.durations import Seconds, to_seconds
 from queue_engine.enqueueing.bulk import enqueue_calls
 from queue_engine.enqueueing.single import enqueue_definition
 from queue_engine.models import Job
-from queue_engine.registry import registry
 
 if TYPE_CHECKING:
     from queue_engine.worker.context import JobContext

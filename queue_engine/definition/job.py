@@ -1,6 +1,6 @@
 """What a job kind is: `JobDefinition` (its options, checked), `Backoff`, and the option
-checks that `@job` (`kinds.py`), `.using()` and enqueue share. The errors a handler
-raises live in `exceptions.py`; the kinds a process knows, in `registry.py`."""
+checks that `@job` (`decorator.py`), `.using()` and enqueue share. The errors a handler
+raises live in `queue_engine.exceptions`; the kinds a process knows, in `registry.py`."""
 
 from __future__ import annotations
 

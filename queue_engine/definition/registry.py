@@ -8,8 +8,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import autodiscover_modules, import_string
 
 from queue_engine.conf import option
-from queue_engine.definitions import JobDefinition
-from queue_engine.tasks import definition_for_task
+from queue_engine.definition.job import JobDefinition
+from queue_engine.definition.tasks import definition_for_task
 
 
 class Registry:

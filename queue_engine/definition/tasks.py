@@ -11,7 +11,7 @@ from typing import Any
 from django.tasks.base import Task
 
 from queue_engine.conf import option
-from queue_engine.definitions import (
+from queue_engine.definition.job import (
     DEFAULT_BACKOFF,
     Backoff,
     JobDefinition,

@@ -13,7 +13,7 @@ from django.db import connection, transaction
 
 from queue_engine import sql
 from queue_engine.conf import snapshot
-from queue_engine.definitions import (
+from queue_engine.definition.job import (
     Call,
     JobDefinition,
 )

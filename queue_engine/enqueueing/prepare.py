@@ -9,7 +9,7 @@ from typing import Any
 
 from queue_engine import sql
 from queue_engine.conf import snapshot
-from queue_engine.definitions import (
+from queue_engine.definition.job import (
     Backoff,
     EnqueueOptions,
     JobDefinition,
@@ -19,6 +19,7 @@ from queue_engine.definitions import (
     priority_problem,
     run_at_problem,
 )
+from queue_engine.definition.registry import registry
 from queue_engine.durations import Seconds, to_seconds
 from queue_engine.enqueueing.hooks import additions
 from queue_engine.exceptions import (
@@ -28,7 +29,6 @@ from queue_engine.exceptions import (
     UnknownKindError,
 )
 from queue_engine.payloads import dump_json, text_problem
-from queue_engine.registry import registry
 
 
 @dataclass

@@ -16,7 +16,7 @@ from django.dispatch import receiver
 from queue_engine import sql
 from queue_engine.conf import snapshot
 from queue_engine.connections import bound_cursor, prepared, raw_cursor
-from queue_engine.definitions import (
+from queue_engine.definition.job import (
     EnqueueOptions,
     JobDefinition,
 )

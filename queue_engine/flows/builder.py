@@ -20,7 +20,7 @@ import psycopg.errors
 from django.db import IntegrityError, connection, transaction
 
 from queue_engine import sql
-from queue_engine.definitions import JobDefinition
+from queue_engine.definition.job import JobDefinition
 from queue_engine.durations import Seconds, to_seconds
 from queue_engine.enqueueing.hooks import producing
 from queue_engine.enqueueing.prepare import JobSpec, Row, prepare, spec_for
@@ -29,7 +29,7 @@ from queue_engine.payloads import dump_json, text_problem
 from queue_engine.waits import check_name
 
 if TYPE_CHECKING:
-    from queue_engine.kinds import JobKind
+    from queue_engine.definition.decorator import JobKind
 
 
 @dataclass

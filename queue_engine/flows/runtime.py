@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import close_old_connections, connection, transaction
 
 from queue_engine import sql
-from queue_engine.definitions import JobDefinition
+from queue_engine.definition.job import JobDefinition
 from queue_engine.enqueueing.hooks import producing
 from queue_engine.enqueueing.prepare import JobSpec, prepare
 from queue_engine.exceptions import FlowError, LeaseLost

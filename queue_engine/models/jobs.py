@@ -17,7 +17,7 @@ from django.db.models.expressions import BaseExpression, DatabaseDefault
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from queue_engine.registry import registry
+from queue_engine.definition.registry import registry
 from queue_engine.states import JobState, RecordState
 
 

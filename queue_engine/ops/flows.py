@@ -9,7 +9,7 @@ from django.db import connection, transaction
 
 from queue_engine import sql
 from queue_engine.audit import audit
-from queue_engine.definitions import Backoff
+from queue_engine.definition.job import Backoff
 from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.exceptions import FlowError, OpsError
 from queue_engine.flows import Flow, Node

@@ -14,9 +14,9 @@ from django.db import connection, transaction
 
 from queue_engine import sql
 from queue_engine.audit import actor_name, audit
+from queue_engine.definition.registry import is_engine_kind, registry
 from queue_engine.exceptions import OpsError
 from queue_engine.payloads import text_problem
-from queue_engine.registry import is_engine_kind, registry
 
 
 def pause_kind(kind: str, *, actor: Any = None) -> bool:

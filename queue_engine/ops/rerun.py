@@ -19,13 +19,13 @@ from django.db import connection, transaction
 
 from queue_engine import sql
 from queue_engine.audit import audit
+from queue_engine.definition.registry import registry
 from queue_engine.exceptions import EnqueueError, FlowError, OpsError, PayloadError
 from queue_engine.flows import Flow, Node
 from queue_engine.masking import hidden_changes, mask, rule
 from queue_engine.ops.changes import notify_changes, refresh_flows
 from queue_engine.ops.flows import clone_flow
 from queue_engine.payloads import dump_json
-from queue_engine.registry import registry
 
 __all__ = ["RerunPlan", "plan_rerun_from", "rerun_flow_from"]
 

@@ -8,8 +8,8 @@ from datetime import datetime
 from django.db import connection
 
 from queue_engine import sql
+from queue_engine.definition.registry import is_engine_kind, registry
 from queue_engine.models import KindControl
-from queue_engine.registry import is_engine_kind, registry
 
 __all__ = [
     "KIND_SCAN",

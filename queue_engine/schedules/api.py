@@ -22,11 +22,11 @@ from django.db import connection, transaction
 from queue_engine import sql
 from queue_engine.audit import audit
 from queue_engine.conf import option
-from queue_engine.definitions import JobDefinition
+from queue_engine.definition.job import JobDefinition
+from queue_engine.definition.registry import registry
 from queue_engine.enqueueing.prepare import JobSpec, prepare
 from queue_engine.exceptions import EnqueueError, ScheduleError
 from queue_engine.models import Schedule
-from queue_engine.registry import registry
 from queue_engine.schedules.recurrence import Recurrence, check_cron, check_every, check_timezone
 
 Missed = Literal["run_once", "skip"]

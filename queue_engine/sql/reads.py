@@ -366,7 +366,7 @@ STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %s, true)"
 # ... and for the rest of a console request (is_local false), JIT off as well: it
 # compiles any plan its estimate calls expensive, which a console query over a big
 # table's guessed row counts can be, and compiling takes longer than these queries
-# run (the workers turn it off for the same reason, worker/store.py).
+# run (the workers turn it off for the same reason, worker/reconnecting.py).
 CONSOLE_SESSION = (
     "SELECT set_config('statement_timeout', %s, false), set_config('jit', 'off', false)"
 )

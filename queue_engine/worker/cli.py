@@ -132,7 +132,7 @@ def run(options: dict[str, Any]) -> None:
 
 def keep_django_connections() -> None:
     """Handler threads keep their Django connection between jobs, and check it only when
-    it may have been closed (worker/connections.py); a pooled connection goes back to
+    it may have been closed (worker/handler_connections.py); a pooled connection goes back to
     its pool after each job instead."""
     from django.db import connections
 

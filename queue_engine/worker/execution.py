@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from queue_engine.definitions import DEFAULT_BACKOFF, Backoff, JobDefinition
+from queue_engine.definition.job import DEFAULT_BACKOFF, Backoff, JobDefinition
+from queue_engine.definition.registry import registry
 from queue_engine.exceptions import (
     Fatal,
     IdleTimeout,
@@ -23,7 +24,6 @@ from queue_engine.exceptions import (
     Snooze,
 )
 from queue_engine.payloads import dump_json, storable
-from queue_engine.registry import registry
 from queue_engine.worker import middleware
 from queue_engine.worker.capture import CURRENT
 from queue_engine.worker.context import JobContext

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from queue_engine import sql
+from queue_engine.worker.reconnecting import ReconnectingConnection
 from queue_engine.worker.settle import MAX_EVENT_IDS, refused, why_refused
 from queue_engine.worker.shared import Shared
-from queue_engine.worker.store import Connection
 
 if TYPE_CHECKING:
     from queue_engine.worker.execution import Execution
@@ -46,7 +46,7 @@ class Output:
 
 
 class Flusher:
-    def __init__(self, output: Output, shared: Shared, aux: Connection) -> None:
+    def __init__(self, output: Output, shared: Shared, aux: ReconnectingConnection) -> None:
         self.output = output
         self.shared = shared
         self.aux = aux

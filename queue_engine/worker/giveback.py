@@ -12,7 +12,7 @@ import psycopg
 
 from queue_engine import sql
 from queue_engine.worker.execution import Execution, Outcome
-from queue_engine.worker.store import Connection
+from queue_engine.worker.reconnecting import ReconnectingConnection
 from queue_engine.worker.threads import HandlerThreads
 
 log = logging.getLogger("queue_engine.worker")
@@ -23,12 +23,12 @@ RELEASE_FENCE = 1.0
 
 
 async def hand_over(
-    lane: Connection,
+    lane: ReconnectingConnection,
     outcomes: list[Outcome],
     running: list[Execution],
     threads: HandlerThreads,
     *,
-    settle: Callable[[Connection, list[Outcome], int], Awaitable[Any]],
+    settle: Callable[[ReconnectingConnection, list[Outcome], int], Awaitable[Any]],
 ) -> None:
     if outcomes:
         await settle(lane, outcomes, 0)
@@ -51,7 +51,7 @@ async def hand_over(
 
 
 async def release(
-    lane: Connection,
+    lane: ReconnectingConnection,
     statement: str,
     executions: list[Execution],
     extra: dict[str, Any],

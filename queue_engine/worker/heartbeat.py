@@ -14,9 +14,9 @@ import psycopg
 
 from queue_engine import sql
 from queue_engine.worker.outage import describe
+from queue_engine.worker.reconnecting import ReconnectingConnection
 from queue_engine.worker.roster import Roster
 from queue_engine.worker.shared import Shared
-from queue_engine.worker.store import Connection
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -32,7 +32,7 @@ class Heartbeat:
         self,
         worker_id: str,
         shared: Shared,
-        aux: Connection,
+        aux: ReconnectingConnection,
         *,
         registration: Callable[[], dict[str, Any]],
         is_leader: Callable[[], bool],

@@ -19,10 +19,10 @@ from queue_engine.worker.giveback import hand_over
 from queue_engine.worker.logsetup import report_finished
 from queue_engine.worker.options import WorkerOptions
 from queue_engine.worker.quarantine import Quarantine
+from queue_engine.worker.reconnecting import ReconnectingConnection
 from queue_engine.worker.round_trip import ClaimState, RoundTrip
 from queue_engine.worker.settle import SettleBatch, refused, settle_one_by_one, why_refused
 from queue_engine.worker.shared import Shared
-from queue_engine.worker.store import Connection
 from queue_engine.worker.threads import HandlerThreads
 from queue_engine.worker.weights import QueueWeights
 
@@ -66,8 +66,8 @@ class Lanes:
         self.threads = threads
         self.promote = promote  # burst mode: promote due jobs before running dry
         self.flow_chunk = max(1, options.flow_release_chunk)
-        self.claimer = Connection(options.conninfo, "claimer", sql.LANE_SETTINGS)
-        self.extra_lanes: list[Connection] = []
+        self.claimer = ReconnectingConnection(options.conninfo, "claimer", sql.LANE_SETTINGS)
+        self.extra_lanes: list[ReconnectingConnection] = []
         self.lane_share = self.concurrency
         self.stopping = False
         self.finished = False
@@ -91,7 +91,7 @@ class Lanes:
     def free_slots(self) -> int:
         return 0 if self.stopping else self.concurrency - len(self.shared.inflight) - self.reserved
 
-    def connections(self) -> list[Connection]:
+    def connections(self) -> list[ReconnectingConnection]:
         return [self.claimer, *self.extra_lanes, self.quarantine.connection]
 
     async def run(self) -> None:
@@ -101,14 +101,14 @@ class Lanes:
         the other lane's Python work; they share the slots and the finished jobs.
         """
         lanes = [self.claimer] + [
-            Connection(self.options.conninfo, f"claimer-{i}", sql.LANE_SETTINGS)
+            ReconnectingConnection(self.options.conninfo, f"claimer-{i}", sql.LANE_SETTINGS)
             for i in range(1, min(LANES, self.concurrency))
         ]
         self.extra_lanes = lanes[1:]
         self.lane_share = -(-self.concurrency // len(lanes))
         await asyncio.gather(*(self._lane(conn) for conn in lanes))
 
-    async def _lane(self, conn: Connection) -> None:
+    async def _lane(self, conn: ReconnectingConnection) -> None:
         """One lane's loop: settle what ended and claim what there is room for, one round
         trip at a time, until the worker stops (or, in burst mode, runs dry)."""
         state = self.state
@@ -131,7 +131,7 @@ class Lanes:
                     continue
             await self._round(conn, want, alone, settle_only=settle_only)
 
-    async def _stopped(self, conn: Connection) -> bool:
+    async def _stopped(self, conn: ReconnectingConnection) -> bool:
         """While stopping: whether this lane is done (nothing runs, or the shutdown
         timeout came and what still ran was given back)."""
         if self.deadline is None:
@@ -157,7 +157,7 @@ class Lanes:
         busy = bool(self.shared.inflight or self.reserved or self.state.claiming)
         return self.quarantine.claim(want, busy=busy, stopping=self.stopping)
 
-    async def _idle(self, conn: Connection) -> bool:
+    async def _idle(self, conn: ReconnectingConnection) -> bool:
         """Nothing to settle or claim: wait for a hint, a finished job or the poll; in
         burst mode, promote what is due or finish. Whether this lane is done."""
         shared = self.shared
@@ -177,7 +177,7 @@ class Lanes:
         return False
 
     async def _round(
-        self, conn: Connection, want: int, alone: list[str] | None, *, settle_only: bool
+        self, conn: ReconnectingConnection, want: int, alone: list[str] | None, *, settle_only: bool
     ) -> None:
         """Settle what ended and claim `want` jobs, in one round trip; start them."""
         state, shared = self.state, self.shared
@@ -319,7 +319,7 @@ class Lanes:
 
     async def _settle_and_claim(
         self,
-        lane: Connection,
+        lane: ReconnectingConnection,
         outcomes: list[Outcome],
         want: int,
         alone: list[str] | None = None,
@@ -395,7 +395,11 @@ class Lanes:
         }
 
     async def _round_failed(
-        self, lane: Connection, outcomes: list[Outcome], batch: SettleBatch, exc: BaseException
+        self,
+        lane: ReconnectingConnection,
+        outcomes: list[Outcome],
+        batch: SettleBatch,
+        exc: BaseException,
     ) -> None:
         """A round trip that Postgres refused or that broke: a refused settle goes again
         one job at a time; anything else is left to the leases."""
@@ -424,7 +428,7 @@ class Lanes:
         self.output.hints.extend(hints)
         self.shared.busy.set()
 
-    async def _give_back(self, lane: Connection) -> None:
+    async def _give_back(self, lane: ReconnectingConnection) -> None:
         """At the shutdown timeout: tell the running handlers to stop, settle what ends
         within SHUTDOWN_GRACE, and give the rest back to their queues."""
         self.finished = True  # the other lane must not give back too

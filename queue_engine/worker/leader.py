@@ -16,8 +16,8 @@ import psycopg
 from queue_engine import sql
 from queue_engine.conf import option
 from queue_engine.worker.outage import retry_waits
+from queue_engine.worker.reconnecting import ReconnectingConnection
 from queue_engine.worker.services import Every, Service
-from queue_engine.worker.store import Connection
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -26,7 +26,9 @@ TICK = 0.5  # seconds between the leader's passes: scheduled jobs start at most 
 
 
 class Leader:
-    def __init__(self, worker_id: str, connection: Connection, services: Sequence[Service]) -> None:
+    def __init__(
+        self, worker_id: str, connection: ReconnectingConnection, services: Sequence[Service]
+    ) -> None:
         self.worker_id = worker_id
         self.connection = connection
         events = bool(option("SERVICE_EVENTS"))

@@ -26,12 +26,12 @@ from queue_engine.worker.lanes import STOP_OVERDUE, STOP_PATIENCE, Lanes
 from queue_engine.worker.leader import Leader
 from queue_engine.worker.listener import Listener
 from queue_engine.worker.options import WorkerOptions
+from queue_engine.worker.reconnecting import ReconnectingConnection
 from queue_engine.worker.roster import Roster, Wake
 from queue_engine.worker.services import leader_services
 from queue_engine.worker.services.flow_countdown import count_down_more
 from queue_engine.worker.services.promoter import promote_due
 from queue_engine.worker.shared import Shared
-from queue_engine.worker.store import Connection
 from queue_engine.worker.threads import HandlerThreads
 
 log = logging.getLogger("queue_engine.worker")
@@ -47,14 +47,14 @@ class Worker:
         self.shared = Shared()
         self.output = Output()
         self.threads = HandlerThreads(self.concurrency)
-        self.aux = Connection(options.conninfo, "heartbeat")
+        self.aux = ReconnectingConnection(options.conninfo, "heartbeat")
         self.lanes = Lanes(
             options, self.worker_id, self.shared, self.output, self.threads, promote=self._promote
         )
         self.flusher = Flusher(self.output, self.shared, self.aux)
         self.roster = Roster(self.worker_id)
         self.listener = Listener(
-            Connection(options.conninfo, "listener"),
+            ReconnectingConnection(options.conninfo, "listener"),
             options.queues,
             self.shared,
             roster=self.roster,
@@ -63,7 +63,7 @@ class Worker:
         )
         self.leader = Leader(
             self.worker_id,
-            Connection(options.conninfo, "leader"),
+            ReconnectingConnection(options.conninfo, "leader"),
             leader_services(
                 conninfo=options.conninfo,
                 max_rescues=options.max_rescues,
@@ -81,7 +81,7 @@ class Worker:
         # The rest of the fan-outs this worker's settles began to release: counted down
         # a chunk at a time on a connection of its own (opened when first needed) while
         # the lanes run the first children (_count_down_loop).
-        self.releaser = Connection(options.conninfo, "releaser")
+        self.releaser = ReconnectingConnection(options.conninfo, "releaser")
         self._signals = 0
         self._tasks: list[asyncio.Task[Any]] = []
         self._handing_on: set[asyncio.Task[Any]] = set()

@@ -12,9 +12,9 @@ import psycopg
 
 from queue_engine import sql
 from queue_engine.worker.outage import retry_waits
+from queue_engine.worker.reconnecting import ReconnectingConnection
 from queue_engine.worker.roster import Roster, Wake
 from queue_engine.worker.shared import Shared
-from queue_engine.worker.store import Connection
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -22,7 +22,7 @@ log = logging.getLogger("queue_engine.worker")
 class Listener:
     def __init__(
         self,
-        connection: Connection,
+        connection: ReconnectingConnection,
         queues: list[str],
         shared: Shared,
         *,

@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 
 from queue_engine import sql
-from queue_engine.worker.store import Connection
+from queue_engine.worker.reconnecting import ReconnectingConnection
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -38,7 +38,7 @@ PATIENCE = 5.0
 class Quarantine:
     def __init__(self, conninfo: str, retry_every: float, wake: Callable[[], None]) -> None:
         # Opened when suspects first show up, then kept; closed at the stop.
-        self.connection = Connection(conninfo, "suspects")
+        self.connection = ReconnectingConnection(conninfo, "suspects")
         # A worker that lost the race tries again at most this often while its claims
         # report suspects: it claims normally meanwhile.
         self.retry_every = retry_every

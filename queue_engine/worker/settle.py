@@ -17,8 +17,8 @@ import psycopg
 from queue_engine import sql
 from queue_engine.payloads import storable
 from queue_engine.worker.execution import Outcome, error_json
+from queue_engine.worker.reconnecting import ReconnectingConnection
 from queue_engine.worker.script import Prepared, Script
-from queue_engine.worker.store import Connection
 
 log = logging.getLogger("queue_engine.worker")
 
@@ -60,7 +60,7 @@ def why_refused(exc: BaseException) -> str:
 
 
 async def settle_one_by_one(
-    lane: Connection,
+    lane: ReconnectingConnection,
     outcomes: list[Outcome],
     progress: dict[int, tuple[int, float, str]],
     *,
@@ -103,7 +103,7 @@ async def settle_one_by_one(
 
 
 async def settle_alone(
-    lane: Connection,
+    lane: ReconnectingConnection,
     outcome: Outcome,
     report: tuple[int, float, str] | None,
     *,

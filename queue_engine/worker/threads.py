@@ -175,7 +175,7 @@ class HandlerThreads:
     def _work(self) -> None:
         from django.db import connections
 
-        from queue_engine.worker.connections import check_connections, tidy_connections
+        from queue_engine.worker.handler_connections import check_connections, tidy_connections
 
         hand = _Hand()
         arrived = True  # started to look for work: counted in _on_the_way

@@ -8,7 +8,7 @@ from django.core.management import get_commands
 from django.test import override_settings
 
 from queue_engine import checks
-from queue_engine.registry import autodiscover, registry
+from queue_engine.definition.registry import autodiscover, registry
 from tests.support import jobs
 
 

@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import pytest
 
-from queue_engine.definitions import Backoff
+from queue_engine.definition.decorator import job
+from queue_engine.definition.job import Backoff
+from queue_engine.definition.registry import registry
 from queue_engine.exceptions import Retry, Snooze
-from queue_engine.kinds import job
-from queue_engine.registry import registry
 from tests.support import jobs
 
 
@@ -148,3 +148,29 @@ def test_a_stored_backoff_this_version_refuses_reads_as_none_so_the_kinds_applie
     # A row written before backoffs were checked must not crash the worker that retries it.
     assert Backoff.from_json({"kind": "fixed", "base": -1, "cap": -1}) is None
     assert Backoff.from_json({"kind": "linear", "base": 1, "cap": 10}) is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("queue_engine.kinds", "queue_engine.definition.decorator"),
+        ("queue_engine.definitions", "queue_engine.definition.job"),
+    ],
+)
+def test_the_modules_0_1_0_defined_jobs_from_still_import_with_a_warning(
+    old: str, new: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+    import sys
+
+    import queue_engine
+
+    monkeypatch.delitem(sys.modules, old, raising=False)
+    with pytest.warns(DeprecationWarning, match=f"import job and Backoff from queue_engine.*{new}"):
+        module = importlib.import_module(old)
+    if old.endswith("kinds"):
+        assert module.job is queue_engine.job
+        assert module.JobKind.__module__ == new
+    else:
+        assert module.Backoff is queue_engine.Backoff
+        assert module.JobDefinition.__module__ == new

@@ -15,10 +15,10 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.utils import timezone
 
 from queue_engine import ops
-from queue_engine.definitions import Backoff
+from queue_engine.definition.job import Backoff
+from queue_engine.definition.registry import registry
+from queue_engine.definition.tasks import definition_for_task
 from queue_engine.models import Job, JobRecord
-from queue_engine.registry import registry
-from queue_engine.tasks import definition_for_task
 from tests.support import jobs
 from tests.support.workers import Workers, wait_for
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from queue_engine import ops, sql
-from queue_engine.definitions import Backoff
+from queue_engine.definition.job import Backoff
 from queue_engine.enqueueing.prepare import JobSpec
 from queue_engine.exceptions import FlowError
 from queue_engine.flows import Flow

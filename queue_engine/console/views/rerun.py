@@ -16,10 +16,10 @@ from django.urls import reverse
 from queue_engine import ops
 from queue_engine.console.access import forbidden, viewer_required
 from queue_engine.console.roles import OPERATE
+from queue_engine.definition.registry import registry
 from queue_engine.exceptions import OpsError
 from queue_engine.masking import mask, take_back
 from queue_engine.ops.rerun import RerunPlan
-from queue_engine.registry import registry
 
 # JSON's names for the Python types a handler's parameters are annotated with; the editor
 # checks a value against them as the operator types (anything else: any JSON value).

@@ -8,15 +8,15 @@ import contextlib
 from collections.abc import Coroutine
 from typing import Any
 
+from queue_engine.worker.reconnecting import ReconnectingConnection
 from queue_engine.worker.services.service import Service
-from queue_engine.worker.store import Connection
 
 
 class Background(Service):
     """One task at a time, and the connection it uses; `close` stops both."""
 
     def __init__(self, conninfo: str) -> None:
-        self.connection = Connection(conninfo, self.name)
+        self.connection = ReconnectingConnection(conninfo, self.name)
         self.task: asyncio.Task[None] | None = None
 
     def running(self) -> bool:

@@ -1,4 +1,6 @@
-"""The worker's connections to Postgres: connect with patience, retry what is safe to retry."""
+"""The worker's own connections to Postgres (`ReconnectingConnection`): connect with
+patience, retry what is safe to retry. (The Django connections of the handler threads are
+`handler_connections`; connection strings, `queue_engine.connections`.)"""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ log = logging.getLogger("queue_engine.worker")
 T = TypeVar("T")
 
 
-class Connection:
+class ReconnectingConnection:
     """One psycopg connection that reconnects when it breaks."""
 
     def __init__(self, conninfo: str, purpose: str, settings: Sequence[str] = ()) -> None:
