@@ -42,18 +42,18 @@ from queue_engine.console.bridge import (
     job_group,
 )
 from queue_engine.console.charts import Trend
-from queue_engine.console.roles import VIEW
-from queue_engine.console.views.flows import flow_context
-from queue_engine.console.views.job import (
+from queue_engine.console.pages.flows import flow_context
+from queue_engine.console.pages.job import (
     detail_context,
     log_context,
     outcome_context,
     state_context,
     steps_context,
 )
-from queue_engine.console.views.overview import overview_context
-from queue_engine.console.views.params import int_param
-from queue_engine.console.views.queues import keys_context, queue_context
+from queue_engine.console.pages.overview import overview_context
+from queue_engine.console.pages.queues import keys_context, queue_context
+from queue_engine.console.params import int_param
+from queue_engine.console.roles import VIEW
 
 FULL = "full"
 

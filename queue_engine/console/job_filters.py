@@ -10,7 +10,7 @@ from typing import Any
 from django.utils import timezone
 
 from queue_engine import masking
-from queue_engine.console.views.params import int_param
+from queue_engine.console.params import int_param
 from queue_engine.exceptions import FilterError, NarrowFilter, PayloadError
 from queue_engine.payloads import dump_json
 from queue_engine.reads.jobs import (

@@ -19,7 +19,7 @@ from django.http import HttpRequest, QueryDict
 from django.urls import reverse
 
 from queue_engine.console.consumers import LiveConsumer
-from queue_engine.console.views import (
+from queue_engine.console.pages import (
     audit,
     dead,
     fleet,

@@ -74,6 +74,28 @@ def test_queue_engine_has_no_import_cycles() -> None:
     assert not found, "import cycles in queue_engine:\n" + "\n".join(described)
 
 
+def test_the_console_reads_its_pages_below_its_views_and_sockets() -> None:
+    """A page's context (console.pages) is shared by its view and its socket: nothing but
+    the URL map imports a view, and the pages import neither views nor sockets."""
+    graph = grimp.build_graph(
+        "queue_engine", include_external_packages=False, exclude_type_checking_imports=True
+    )
+    views = "queue_engine.console.views"
+    sockets = {"queue_engine.console.consumers", "queue_engine.console.live_pages"}
+    found = []
+    for module in sorted(graph.modules):
+        for imported in graph.find_modules_directly_imported_by(module):
+            into_views = imported == views or imported.startswith(views + ".")
+            from_views = module == views or module.startswith(views + ".")
+            if into_views and not from_views and module != "queue_engine.console.urls":
+                found.append(f"{module} imports {imported}")
+            if module.startswith("queue_engine.console.pages") and (
+                into_views or imported in sockets
+            ):
+                found.append(f"{module} imports {imported}")
+    assert found == []
+
+
 @pytest.mark.parametrize(
     "path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE))
 )

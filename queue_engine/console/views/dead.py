@@ -2,35 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from queue_engine import ops, reads
-from queue_engine.console import actions, job_filters
+from queue_engine.console import actions
 from queue_engine.console.access import operator_required, viewer_required
-from queue_engine.console.views.params import int_param
+from queue_engine.console.pages.dead import dead_context
+from queue_engine.console.params import int_param
 
 GROUP_ACTIONS = {
     "redrive": ("Redrive", actions.FRESH_ATTEMPTS, "redriven"),
     "remove": ("Remove", actions.DELETED, "removed"),
 }
-
-
-def dead_context(request: HttpRequest) -> dict[str, Any]:
-    groups, truncated = reads.dead_groups()
-    return {
-        "page": "dead",
-        "groups": groups,
-        "truncated": truncated,
-        "scan": reads.DEAD_SCAN,
-        "upto": max((g.last_id for g in groups), default=0),
-        "group_buttons": [("redrive", "Redrive…"), ("remove", "Remove…")],
-        "no_error_class": job_filters.NO_ERROR_CLASS,
-    }
 
 
 @viewer_required

@@ -12,7 +12,7 @@ from django.urls import reverse
 from queue_engine import reads
 from queue_engine.console import actions, job_filters, job_tabs, matching
 from queue_engine.console.access import operator_required, viewer_required
-from queue_engine.console.views.params import htmx_target, int_param, safe_next
+from queue_engine.console.params import htmx_target, int_param, safe_next
 from queue_engine.definition.registry import registry
 from queue_engine.models import QueueConfig
 

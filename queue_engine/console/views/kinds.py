@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -11,14 +9,10 @@ from django.urls import reverse
 
 from queue_engine import ops, reads
 from queue_engine.console.access import operator_required, viewer_required
+from queue_engine.console.pages.kinds import kinds_context
 from queue_engine.exceptions import OpsError
 
 ACTIONS = {"pause": ops.pause_kind, "resume": ops.resume_kind}
-
-
-def kinds_context(request: HttpRequest) -> dict[str, Any]:
-    page = reads.kinds()
-    return {"page": "kinds", "kinds": page, "rows": page.rows}
 
 
 @viewer_required

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from queue_engine import queue_defaults
 from queue_engine.console.access import operator_required
+from queue_engine.console.pages.queues import queue_context
 from queue_engine.console.queue_form import (
     COUNT,
     FIELDS,
@@ -22,7 +23,6 @@ from queue_engine.console.queue_form import (
     parse,
     shown,
 )
-from queue_engine.console.views.queues import queue_context
 from queue_engine.exceptions import OpsError
 from queue_engine.models import GroupLimit
 from queue_engine.ops import queues as ops_queues

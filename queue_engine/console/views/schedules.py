@@ -9,25 +9,16 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from queue_engine import ops, reads
+from queue_engine import ops
 from queue_engine.console.access import operator_required, viewer_required
+from queue_engine.console.pages.schedules import schedules_context
 from queue_engine.exceptions import ScheduleError
-from queue_engine.models import Schedule
 
 ACTIONS: dict[str, tuple[Callable[..., Any], str]] = {
     "enable": (ops.enable_schedule, "enabled: it fires again from its next time"),
     "disable": (ops.disable_schedule, "disabled: it will not fire until enabled"),
     "run_now": (ops.run_schedule_now, "enqueued now"),
 }
-
-
-def schedules_context(request: HttpRequest) -> dict[str, Any]:
-    rows = list(Schedule.objects.order_by("name")[:500])
-    try:
-        fires = reads.last_fires(rows)
-    except reads.NarrowFilter:
-        fires = {}  # the page without them rather than no page
-    return {"page": "schedules", "schedules": [(s, fires.get(s.name)) for s in rows]}
 
 
 @viewer_required

@@ -16,16 +16,10 @@ from django.utils import timezone
 
 from queue_engine import ops, reads
 from queue_engine.console.access import operator_required
+from queue_engine.console.pages.job import LOCAL_INPUT
 from queue_engine.exceptions import OpsError
 from queue_engine.gates import live_gates
-from queue_engine.models import Job, JobRecord, JobSignal
-
-MAILBOX_SHOWN = 50
-
-
-def mailbox(job_id: int) -> list[JobSignal]:
-    """The signals sent to the job that no wait has taken yet, oldest first."""
-    return list(JobSignal.objects.filter(job_id=job_id).order_by("id")[:MAILBOX_SHOWN])
+from queue_engine.models import Job
 
 
 def read_payload(text: str) -> tuple[Any, str | None]:
@@ -104,19 +98,6 @@ def job_wake(request: HttpRequest, job_id: int) -> HttpResponse:
 
 
 # What a datetime-local input sends and shows (seconds optional).
-LOCAL_INPUT = "%Y-%m-%dT%H:%M:%S"
-
-
-def wake_form(job: Job | JobRecord) -> dict[str, Any]:
-    """The "Change the wake time" form of a parked job: the console's time zone, and the
-    wait's deadline in it as the input's value (empty when it waits with none)."""
-    until = (job.meta or {}).get("parked", {}).get("until") if job.state == "parked" else None
-    value = ""
-    if until:
-        value = timezone.localtime(datetime.fromisoformat(until)).strftime(LOCAL_INPUT)
-    return {"time_zone": timezone.get_current_timezone_name(), "wake_at_value": value}
-
-
 def read_wake_time(text: str) -> tuple[datetime | None, str | None]:
     """The time typed in the form, in the console's time zone, or why it cannot be read."""
     for pattern in (LOCAL_INPUT, "%Y-%m-%dT%H:%M"):
