@@ -10,23 +10,34 @@ from queue_engine.sql import shares
 # to the LIMIT.
 CLAIM_SETTINGS = ("SET LOCAL enable_bitmapscan = off",)
 
+# A claim in a transaction of its own (the settle committed before it, in the same
+# message: worker/round_trip.py) does not wait for its commit to reach the disk. A
+# limited queue's claimers take turns on its lock until each one's commit, and a commit
+# that waits for the disk holds the lock for that long: on a machine whose flush takes a
+# millisecond, as long as the claim itself. What the claim risks is only itself: if
+# Postgres crashes within the moment (wal_writer_delay, 200 ms by default) before its
+# commit is flushed, the claim is undone and its jobs run again, as the jobs of a worker
+# that died do. It cannot outlive its own jobs' settles: their commits do wait for the
+# disk, and a flush writes everything before it, the claim included.
+CLAIM_COMMIT = "SET LOCAL synchronous_commit = off"
+
 
 # Claim up to %(limit)s runnable jobs from unpaused queues, best first (priority,
 # then run time, then id), and lease them for the queue's lock duration.
 # - Each queue is read through the claim index; SKIP LOCKED lets claimers take
 #   disjoint rows without waiting.
-# - A limited queue (one with a cap, a rate limit or group caps): its room under its
-#   cap and its rate limit is guessed first without a lock, to bound how many
-#   candidates are read and row-locked. Then, with the candidates read and ranked,
-#   queue_engine_limited_rooms() (schema/claim.sql, in `rooms`) takes the queue's
-#   advisory lock and counts its running jobs once, by group key, with a fresh
-#   snapshot: that count gives the queue's room (a row with no key) and its keys'
-#   rooms. Claimers of a limited queue take turns only for that count, the pick and
-#   the UPDATE, and each counts the others' committed claims. A queue with group caps
-#   alone takes turns too: try-locking its keys one by one instead would leave the
-#   second of two claimers ranking the same head of the queue with no room on any key.
-# - Keys already at their cap or out of their own rate budget (counted without a lock,
-#   in q.full_keys) are passed over when candidates are read: a busy key's backlog
+# - A limited queue (one with a cap, a rate limit or group caps) with a runnable job:
+#   before anything of it is read, queue_engine_limited_counts() (schema/claim.sql, in
+#   `counted`) takes the queue's advisory lock and counts its running jobs and its rate
+#   budgets' starts by group key, once, with a fresh snapshot. Those counts give the
+#   queue's room (q.room), the keys already at their cap or out of their budget
+#   (q.full_keys) and each candidate key's room (`ranked`), all exact. Claimers of a
+#   limited queue take turns for the whole claim, and each counts the others'
+#   committed claims. A queue with group caps alone takes turns too: try-locking its
+#   keys one by one instead would leave the second of two claimers ranking the same
+#   head of the queue with no room on any key.
+# - Keys already at their cap or out of their own rate budget (q.full_keys) are
+#   passed over when candidates are read: a busy key's backlog
 #   would otherwise fill every claim's candidates and starve the other keys. Their
 #   waiting jobs are still walked in the claim index, so a backlog of millions on one
 #   capped key makes claims of its queue slower, never stuck.
@@ -80,7 +91,7 @@ WITH floors AS (
      WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
 ), paused AS (
     -- Kinds an operator paused (the kill switch, ops.pause_kind): their jobs stay queued.
-    SELECT array_agg(kind) AS kinds FROM queue_engine_kindcontrol WHERE paused
+    SELECT array_agg(kind) AS kinds FROM queue_engine_kindcontrol WHERE paused{counted}
 ), q AS (
     SELECT c.name, c.lock_duration, c.group_concurrency, c.rate_limit, c.max_concurrency,
            c.rate_window, c.rate_limit_per_key, k.grouped, c.fair_share AS fair,
@@ -97,7 +108,7 @@ WITH floors AS (
                      OR c.rate_limit IS NOT NULL OR k.grouped OR c.fair_share
                 THEN {no_floor} ELSE f.priority END AS floor_priority,
            COALESCE(f.run_at, '-infinity') AS floor_run_at, COALESCE(f.id, 0) AS floor_id,
-{room_guess} AS room_guess
+{room} AS room
       FROM configs c
      CROSS JOIN LATERAL (
            SELECT c.group_concurrency IS NOT NULL OR c.rate_limit_per_key OR EXISTS (
@@ -105,8 +116,8 @@ WITH floors AS (
                   AS grouped) k
       LEFT JOIN floors f ON f.queue = c.name
 ), candidates AS (
-    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.capped, q.room_guess, q.fair,
-           q.rate_limit_per_key
+    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.capped, q.room, q.fair,
+           q.rate_limit_per_key, q.rate_limit
       FROM q CROSS JOIN paused p CROSS JOIN LATERAL (
             -- The floor's priority past the floor, then the lower priorities: two
             -- walks of the claim index, each from where its range starts. Only the
@@ -121,7 +132,7 @@ WITH floors AS (
                    AND (run_at, id) > (q.floor_run_at, q.floor_id) AND run_at <= now()
                    AND {filters}
                  ORDER BY run_at, id
-                 LIMIT q.room_guess
+                 LIMIT q.room
                    FOR UPDATE SKIP LOCKED
             )
             SELECT * FROM ahead
@@ -133,56 +144,64 @@ WITH floors AS (
                    AND run_at <= now()
                    AND {filters}
                  ORDER BY priority DESC, run_at, id
-                 LIMIT q.room_guess - (SELECT count(*) FROM ahead)
+                 LIMIT q.room - (SELECT count(*) FROM ahead)
                    FOR UPDATE SKIP LOCKED
             ) below
            ) j
-     WHERE q.room_guess > 0{fair_candidates}"""
+     WHERE q.room > 0{fair_candidates}"""
 
+
+_COUNTED = """
+), counted AS MATERIALIZED (
+    -- The limited queues' running jobs and starts by key, counted once under their
+    -- locks (queue_engine_limited_counts, schema/claim.sql), before anything is read
+    -- from them: the claim's rooms below are exact, and it reads and locks no more
+    -- candidates than they let it take. Only queues with a runnable job are locked, so
+    -- that a worker which also serves an empty limited queue does not wait its turn.
+    SELECT * FROM queue_engine_limited_counts(ARRAY(
+        SELECT c.name FROM configs c
+         WHERE (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL
+                OR c.group_concurrency IS NOT NULL OR c.rate_limit_per_key
+                OR EXISTS (SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name))
+           AND EXISTS (SELECT 1 FROM queue_engine_job j
+                        WHERE j.state = 'available' AND j.queue = c.name
+                          AND j.run_at <= now())))
+"""
 
 _FULL_KEYS = """
-           -- Keys already at their cap, by a count without a lock: their waiting jobs
-           -- are passed over when candidates are read, so that a busy key with a
-           -- backlog never fills the candidates and starves the other keys. (The
-           -- count under the lock, in rooms, still decides; a key that frees room
-           -- meanwhile is read again by the next claim.)
+           -- Keys already at their cap, held at 0, or out of their own rate budget: their
+           -- waiting jobs are passed over when candidates are read, so that a busy key
+           -- with a backlog never fills the candidates and starves the other keys.
            CASE WHEN k.grouped THEN (
                SELECT array_agg(f.group_key) FROM (
-                   SELECT r.group_key
-                     FROM (SELECT r.group_key, count(*) AS running
-                             FROM queue_engine_job r
-                            WHERE r.state = 'running' AND r.queue = c.name
-                              AND r.group_key IS NOT NULL
-                            GROUP BY r.group_key) r
+                   SELECT n.group_key FROM counted n
                      LEFT JOIN queue_engine_grouplimit g
-                       ON g.queue = c.name AND g.group_key = r.group_key
-                    WHERE r.running >= COALESCE(g.max_concurrency, c.group_concurrency)
+                       ON g.queue = c.name AND g.group_key = n.group_key
+                    WHERE n.queue = c.name AND n.group_key <> ''
+                      AND n.running >= COALESCE(g.max_concurrency, c.group_concurrency)
                    UNION  -- keys held at 0, which run nothing
                    SELECT g.group_key FROM queue_engine_grouplimit g
                     WHERE g.queue = c.name AND g.max_concurrency = 0
                    UNION  -- keys ('' for jobs without one) that spent their own budget
-                   SELECT l.group_key
-                     FROM queue_engine_claimlog l
+                   SELECT n.group_key FROM counted n
                      LEFT JOIN queue_engine_grouplimit g
-                       ON g.queue = c.name AND g.group_key = l.group_key
-                    WHERE c.rate_limit_per_key AND l.queue = c.name
-                      AND l.at > now() - make_interval(secs => c.rate_window)
-                    GROUP BY l.group_key, g.rate_limit
-                   HAVING sum(l.count) >= COALESCE(g.rate_limit, c.rate_limit)) f)
+                       ON g.queue = c.name AND g.group_key = n.group_key
+                    WHERE c.rate_limit_per_key AND n.queue = c.name
+                      AND n.started >= COALESCE(g.rate_limit, c.rate_limit)) f)
            END"""
 
-_ROOM_GUESS = """
-           -- Without the queue's lock: how many candidates are worth reading and locking.
+_ROOM = """
+           -- The queue's room under its cap and its queue-wide rate limit, at most the
+           -- claim's limit (the counts are exact: taken under the queue's lock).
            GREATEST(LEAST(
                %(limit)s,
                CASE WHEN c.max_concurrency IS NOT NULL THEN c.max_concurrency - (
-                   SELECT count(*) FROM queue_engine_job r
-                    WHERE r.state = 'running' AND r.queue = c.name) END,
+                   SELECT COALESCE(sum(n.running), 0) FROM counted n WHERE n.queue = c.name)
+               END,
                CASE WHEN c.rate_limit IS NOT NULL AND NOT c.rate_limit_per_key
                     THEN c.rate_limit - (
-                   SELECT COALESCE(sum(l.count), 0) FROM queue_engine_claimlog l
-                    WHERE l.queue = c.name
-                      AND l.at > now() - make_interval(secs => c.rate_window)) END
+                   SELECT COALESCE(sum(n.started), 0) FROM counted n
+                    WHERE n.queue = c.name AND n.group_key = '') END
            ), 0)"""
 
 
@@ -194,8 +213,9 @@ def _head(limits: bool) -> str:
     text = _HEAD.format(
         no_floor=NO_FLOOR,
         filters=_FILTERS,
+        counted=_COUNTED.rstrip("\n") if limits else "",
         full_keys=_FULL_KEYS.strip("\n") if limits else "           NULL::varchar[]",
-        room_guess=_ROOM_GUESS.strip("\n") if limits else "           %(limit)s::int",
+        room=_ROOM.strip("\n") if limits else "           %(limit)s::int",
         fair_candidates=(
             shares.FAIR_CANDIDATES.format(filters=_FILTERS, keys=shares.FAIR_KEYS) if limits else ""
         ),
@@ -211,30 +231,27 @@ _PICK_PLAIN = """
 
 _PICK_LIMITED = """
 ), ranked AS (
+    -- Each candidate's place among its key's candidates, and its key's room: under the
+    -- key's cap (the GroupLimit override, else the queue's default) and, where the rate
+    -- limit applies per key, under the key's own budget, from the counts taken under
+    -- the queue's lock. Key '' stands for the jobs without a key (no cap, one shared
+    -- budget). No limit reads as 2147483647; a room is never negative.
     SELECT c.*,
            row_number() OVER (PARTITION BY c.queue, c.group_key
-                              ORDER BY c.priority DESC, c.run_at, c.id) AS nth_in_group
+                              ORDER BY c.priority DESC, c.run_at, c.id) AS nth_in_group,
+           GREATEST(LEAST(
+               2147483647,
+               COALESCE(g.max_concurrency,
+                        CASE WHEN c.group_key IS NOT NULL THEN c.group_concurrency END)
+                   - COALESCE(n.running, 0),
+               CASE WHEN c.rate_limit_per_key
+                    THEN COALESCE(g.rate_limit, c.rate_limit) - COALESCE(n.started, 0) END
+           ), 0) AS key_room
       FROM candidates c
-), keys AS (
-    SELECT (SELECT array_agg(DISTINCT c.queue) FROM candidates c WHERE c.capped) AS locked,
-           COALESCE(array_agg(queue), '{}') AS queues,
-           COALESCE(array_agg(group_key), '{}') AS keys,
-           COALESCE(array_agg(group_concurrency), '{}') AS defaults
-      -- Jobs without a key count as key '' where the rate limit applies per key (one
-      -- budget they share; no cap).
-      FROM (SELECT DISTINCT queue, COALESCE(group_key, '') AS group_key,
-                   CASE WHEN group_key IS NOT NULL THEN group_concurrency END
-                   AS group_concurrency
-              FROM candidates
-             WHERE grouped AND (group_key IS NOT NULL OR rate_limit_per_key)) d
-), rooms AS (
-    -- The limited queues' rooms (a row with no key) and their keys': taken only now,
-    -- with the candidates read and ranked, so that claimers of a limited queue wait for
-    -- each other only for the count, the pick and the UPDATE.
-    SELECT g.* FROM keys k
-     CROSS JOIN LATERAL queue_engine_limited_rooms(k.locked, %(limit)s::int, k.queues, k.keys,
-                                                   k.defaults) g
-     WHERE k.locked IS NOT NULL
+      LEFT JOIN queue_engine_grouplimit g
+        ON c.grouped AND g.queue = c.queue AND g.group_key = COALESCE(c.group_key, '')
+      LEFT JOIN counted n
+        ON c.grouped AND n.queue = c.queue AND n.group_key = COALESCE(c.group_key, '')
 {turns}), eligible AS (
     SELECT r.*,
            row_number() OVER (PARTITION BY r.queue
@@ -244,13 +261,13 @@ _PICK_LIMITED = """
            -- queues' jobs, all at the priority of the queue's best.
            max(r.priority) OVER (PARTITION BY r.queue) AS top
       FROM turns r
-      LEFT JOIN rooms g ON g.queue = r.queue AND g.group_key = COALESCE(r.group_key, '')
      WHERE NOT r.grouped OR (r.group_key IS NULL AND NOT r.rate_limit_per_key)
-        OR r.nth_in_group <= g.room
+        OR r.nth_in_group <= r.key_room
 {weights}), picked AS (
-    SELECT e.id FROM eligible e
-      LEFT JOIN rooms l ON l.queue = e.queue AND l.group_key IS NULL{join_weights}
-     WHERE e.nth_in_queue <= COALESCE(l.room, e.room_guess)
+    -- The queue's room (q.room): exact for a limited queue, the claim's limit for
+    -- the others.
+    SELECT e.id FROM eligible e{join_weights}
+     WHERE e.nth_in_queue <= e.room
      ORDER BY {by_weight}CASE WHEN e.fair THEN e.top ELSE e.priority END DESC,
               CASE WHEN e.fair THEN e.nth_in_queue END, e.priority DESC, e.run_at, e.id
      LIMIT %(limit)s
@@ -306,7 +323,7 @@ _LOGGED_HELD = """
     -- arrive, each after its UPDATE, so the stamp is later than every start it counts;
     -- not now(): the claim's transaction may have begun well before, waiting for the
     -- queue's lock, and a stamp earlier than a start lets that start out of the window
-    -- too soon (the proof is at queue_engine_limited_rooms, schema/claim.sql).
+    -- too soon (the proof is at queue_engine_limited_counts, schema/claim.sql).
     -- Under the key's own budget where the rate limit applies per key, else the
     -- queue's ('').
     INSERT INTO queue_engine_claimlog AS l (queue, group_key, at, count)
@@ -349,7 +366,7 @@ _LOGGED_HELD = """
       FROM q JOIN queue_engine_claimlog l ON l.queue = q.name
      WHERE (q.rate_limit IS NOT NULL OR q.rate_limit_per_key)
        AND (SELECT count(*) FROM picked) < %(limit)s
-       AND (q.room_guess = 0 OR q.full_keys IS NOT NULL OR q.name IN (SELECT queue FROM held))
+       AND (q.room = 0 OR q.full_keys IS NOT NULL OR q.name IN (SELECT queue FROM held))
        AND l.at > clock_timestamp() - make_interval(secs => q.rate_window)
      GROUP BY q.name, q.rate_window
 """

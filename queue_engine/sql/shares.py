@@ -19,8 +19,8 @@ FAIR_KEYS = 64
 # wraps around to the keys before it.
 FAIR_CANDIDATES = """
      UNION
-    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.capped, q.room_guess, q.fair,
-           q.rate_limit_per_key
+    SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.capped, q.room, q.fair,
+           q.rate_limit_per_key, q.rate_limit
       FROM q CROSS JOIN paused p
      CROSS JOIN LATERAL (SELECT (floor(random() * 4294967296) - 2147483648)::int AS pivot) r
      CROSS JOIN LATERAL (
@@ -73,12 +73,12 @@ FAIR_CANDIDATES = """
                    AND hashtext(group_key) = s.h AND group_key = s.key AND run_at <= now()
                    AND {filters}
                  ORDER BY priority DESC, run_at, id
-                 LIMIT ceil(q.room_guess * s.weight::float8
+                 LIMIT ceil(q.room * s.weight::float8
                             / (SELECT sum(weight) FROM weighed))::int + 1
                    FOR UPDATE SKIP LOCKED
             ) n
            ) j
-     WHERE q.fair AND q.room_guess > 0"""
+     WHERE q.fair AND q.room > 0"""
 
 # A fair queue's job's turn: the jobs its key runs now plus its place among the key's
 # candidates (priority orders them), over the key's weight. A key that runs many jobs,

@@ -110,6 +110,9 @@ class RoundTrip:
             batch.settle_in(script)
         if self.want or wakes:
             script.raw("BEGIN")
+            if not self.merged:
+                # The claim's own transaction: see sql.CLAIM_COMMIT.
+                script.raw(sql.CLAIM_COMMIT)
             if self.merged and batch:
                 batch.add_to(script)
             if self.want:
