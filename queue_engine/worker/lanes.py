@@ -148,7 +148,11 @@ class Lanes:
 
     def _wanted(self) -> tuple[int, list[str] | None]:
         """How many jobs to claim, and the queues of a claim alone (a suspect's)."""
-        free = min(self.free_slots(), self.lane_share)
+        # While claims take turns (ClaimState.serial) one lane claims for the whole
+        # worker: the other only settles meanwhile.
+        free = self.free_slots()
+        if not self.state.serial:
+            free = min(free, self.lane_share)
         # A settle claims too, in the same round trip, even after a claim came up
         # short: the jobs it ends free room under their queue's cap and group caps,
         # so the jobs a cap held back start now rather than at the next poll.

@@ -24,8 +24,10 @@ class ClaimState:
     - `serial`: a queue with limits was in sight. The worker sends one claim at a time:
       its lanes would only wait for each other at the queue's lock, each with a smaller
       share of the room, and the lane that lost the race could leave the job at the
-      head of the queue to wait behind the next one. The other lane settles meanwhile.
-      Until the first claim says otherwise, claims take turns.
+      head of the queue to wait behind the next one. The other lane settles meanwhile,
+      and the claim is for all the worker's free slots, not a lane's share: one claim
+      of twice the jobs pays for the queue's turn and its count once. Until the first
+      claim says otherwise, claims take turns.
     - `full`: a fair queue without caps was in sight (the `fair` marker): the full
       claim, which the plain one passes it over for, but no turns on its lock.
     - `backlog`: the last claim came back with all it asked for.
