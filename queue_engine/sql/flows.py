@@ -158,18 +158,25 @@ WITH sums AS (
      ORDER BY c.child_id
 ), ready AS (
     -- Each child looked up by its key alone, in id order (the order locks are taken
-    -- in), and checked once locked: with the state in the lookup, the planner may read
-    -- the index of blocked jobs instead, all of them, at every settle of a flow node
-    -- (OFFSET 0 keeps the check out of the lookup). `seen` is the child's row in the
-    -- snapshot, `x` its newest version.
+    -- in): with the state in the lookup, the planner may read the index of blocked
+    -- jobs instead, all of them, at every settle of a flow node (OFFSET 0 keeps the
+    -- checks out of the lookups). `seen` is the child's row in the snapshot, `x` its
+    -- newest version. Only a child whose rows add up in the snapshot is locked, and
+    -- checked again once locked: a join that still waits for other parents (every
+    -- settle of a wide fan-in's parents but the last) is read, not locked, and the
+    -- statement writes nothing, so its commit has nothing to wait for.
     SELECT x.id FROM sums s
-      JOIN queue_engine_job seen ON seen.id = s.child_id
+     CROSS JOIN LATERAL (
+        SELECT j.state, j.pending_deps, j.xmin FROM queue_engine_job j
+         WHERE j.id = s.child_id
+        OFFSET 0) seen
      CROSS JOIN LATERAL (
         SELECT j.id, j.state, j.pending_deps, j.xmin FROM queue_engine_job j
          WHERE j.id = s.child_id
         OFFSET 0
            FOR UPDATE) x
-     WHERE x.state = 'blocked' AND x.pending_deps <= s.n AND x.xmin = seen.xmin
+     WHERE seen.state = 'blocked' AND seen.pending_deps <= s.n
+       AND x.state = 'blocked' AND x.pending_deps <= s.n AND x.xmin = seen.xmin
 ), released AS (
     UPDATE queue_engine_job j
        SET pending_deps = 0, state = 'available', run_at = GREATEST(j.run_at, now())

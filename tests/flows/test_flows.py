@@ -291,6 +291,47 @@ def test_a_release_that_read_its_counts_before_a_requeue_does_not_release_the_jo
     Job.objects.filter(pk=join.id).update(state="upstream_failed")
     FlowRun.objects.filter(pk=flow_id).update(state="failed")
 
+    outcome: list[Any] = []
+    with psycopg.connect(conninfo, autocommit=True) as other:
+        release = threading.Thread(
+            target=lambda: outcome.append(
+                other.execute(sql.RELEASE_COUNTED, [[flow_id]]).fetchone()
+            )
+        )
+        with transaction.atomic():
+            assert ops_flows.requeue_flow(flow_id, actor="ops") == 1
+            # The release starts now: its snapshot holds the row for "good" and a join
+            # that cannot run, which it passes over without waiting for the join's
+            # row (the requeue holds it until it commits).
+            release.start()
+            release.join(timeout=30)
+            assert not release.is_alive()
+
+    assert outcome == [(0, 0)]
+    join.refresh_from_db()
+    assert (join.state, join.pending_deps) == ("blocked", 1)
+
+
+def test_a_release_does_not_count_rows_a_recount_dropped_while_it_waited(
+    transactional_db: None, conninfo: str
+) -> None:
+    """A release that found a join ready in its snapshot and waited for the join's lock
+    while a recount (a requeue's, a rerun's) made it wait again and dropped its rows
+    must not release it with the sums it read before."""
+    flow = Flow("release racing a recount")
+    flow.add("a", jobs.node, label="a")
+    flow.add("b", jobs.node, label="b")
+    flow.add("join", jobs.node, label="join", depends_on=["a", "b"])
+    flow_id = flow.submit()
+    join = Job.objects.get(flow_id=flow_id, node_key="join")
+    settle_by_hand(flow_id, "a", '{"saw": []}')
+    settle_by_hand(flow_id, "b", '{"saw": []}')
+    # Both parents counted the join by rows, and no release has run yet: ready.
+    FlowCountdown.objects.filter(child_id=join.id).delete()
+    FlowCountdown.objects.create(flow_id=flow_id, child_id=join.id, n=1)
+    FlowCountdown.objects.create(flow_id=flow_id, child_id=join.id, n=1)
+    Job.objects.filter(pk=join.id).update(state="blocked", pending_deps=2)
+
     def waits_for_a_lock(pid: int) -> bool:
         with connection.cursor() as cursor:
             cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
@@ -304,9 +345,10 @@ def test_a_release_that_read_its_counts_before_a_requeue_does_not_release_the_jo
             )
         )
         with transaction.atomic():
-            assert ops_flows.requeue_flow(flow_id, actor="ops") == 1
-            # The release starts now: its snapshot holds the row for "good", and it
-            # waits for the join's row, which the requeue holds until it commits.
+            # A recount holds the join: "b" is to run again, so the join waits for it
+            # (pending 1) and its rows go.
+            Job.objects.filter(pk=join.id).update(pending_deps=1)
+            FlowCountdown.objects.filter(child_id=join.id).delete()
             release.start()
             wait_for(lambda: waits_for_a_lock(other.info.backend_pid))
         release.join(timeout=30)
