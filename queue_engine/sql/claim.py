@@ -87,33 +87,35 @@ WITH floors AS (
                          %(floor_run_ats)s::timestamptz[], %(floor_ids)s::bigint[])
            AS f(queue, priority, run_at, id)
 ), configs AS (
-    SELECT c.* FROM queue_engine_queueconfig c
+    -- Each queue's limits, named once: `grouped` (group caps, or rate budgets per key)
+    -- and `capped` (any limit its claimers take turns for).
+    SELECT c.*, k.grouped,
+           (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL OR k.grouped) AS capped
+      FROM queue_engine_queueconfig c
+     CROSS JOIN LATERAL (
+           SELECT c.group_concurrency IS NOT NULL OR c.rate_limit_per_key OR EXISTS (
+                      SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name)
+                  AS grouped) k
      WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
 ), paused AS (
     -- Kinds an operator paused (the kill switch, ops.pause_kind): their jobs stay queued.
     SELECT array_agg(kind) AS kinds FROM queue_engine_kindcontrol WHERE paused{counted}
 ), q AS (
     SELECT c.name, c.lock_duration, c.group_concurrency, c.rate_limit, c.max_concurrency,
-           c.rate_window, c.rate_limit_per_key, k.grouped, c.fair_share AS fair,
+           c.rate_window, c.rate_limit_per_key, c.grouped, c.fair_share AS fair,
 {full_keys} AS full_keys,
-           (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL OR k.grouped) AS capped,
+           c.capped,
            -- A fair queue without caps needs the full claim, not the queue's lock.
-           (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL OR k.grouped
-            OR c.fair_share) AS limited,
+           (c.capped OR c.fair_share) AS limited,
            -- No floor (a priority above any job's, so the scan below the floor's
            -- priority reads the whole queue) for a queue without one, and for a
            -- limited queue: a job its limits pass over must be read again when they
            -- let it through, and nothing would lower the floor then.
-           CASE WHEN f.queue IS NULL OR c.max_concurrency IS NOT NULL
-                     OR c.rate_limit IS NOT NULL OR k.grouped OR c.fair_share
+           CASE WHEN f.queue IS NULL OR c.capped OR c.fair_share
                 THEN {no_floor} ELSE f.priority END AS floor_priority,
            COALESCE(f.run_at, '-infinity') AS floor_run_at, COALESCE(f.id, 0) AS floor_id,
 {room} AS room
       FROM configs c
-     CROSS JOIN LATERAL (
-           SELECT c.group_concurrency IS NOT NULL OR c.rate_limit_per_key OR EXISTS (
-                      SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name)
-                  AS grouped) k
       LEFT JOIN floors f ON f.queue = c.name
 ), candidates AS (
     SELECT j.*, q.lock_duration, q.group_concurrency, q.grouped, q.capped, q.room, q.fair,
@@ -160,10 +162,7 @@ _COUNTED = """
     -- that a worker which also serves an empty limited queue does not wait its turn.
     SELECT * FROM queue_engine_limited_counts(ARRAY(
         SELECT c.name FROM configs c
-         WHERE (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL
-                OR c.group_concurrency IS NOT NULL OR c.rate_limit_per_key
-                OR EXISTS (SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name))
-           AND EXISTS (SELECT 1 FROM queue_engine_job j
+         WHERE c.capped AND EXISTS (SELECT 1 FROM queue_engine_job j
                         WHERE j.state = 'available' AND j.queue = c.name
                           AND j.run_at <= now())))
 """
@@ -172,7 +171,7 @@ _FULL_KEYS = """
            -- Keys already at their cap, held at 0, or out of their own rate budget: their
            -- waiting jobs are passed over when candidates are read, so that a busy key
            -- with a backlog never fills the candidates and starves the other keys.
-           CASE WHEN k.grouped THEN (
+           CASE WHEN c.grouped THEN (
                SELECT array_agg(f.group_key) FROM (
                    SELECT n.group_key FROM counted n
                      LEFT JOIN queue_engine_grouplimit g

@@ -262,6 +262,38 @@ def test_requeue_recounts_a_join_some_parents_had_counted_down(
     assert not FlowCountdown.objects.exists()
 
 
+class ReleaseBeside:
+    """RELEASE_COUNTED for one flow on a connection and a thread of its own, beside the
+    test's transaction."""
+
+    def __init__(self, conninfo: str, flow_id: int) -> None:
+        self.conninfo, self.flow_id = conninfo, flow_id
+        self.found: list[Any] = []
+        self.thread = threading.Thread(target=self._release)
+        self.pid: int | None = None
+
+    def _release(self) -> None:
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            self.pid = conn.info.backend_pid
+            self.found.append(conn.execute(sql.RELEASE_COUNTED, [[self.flow_id]]).fetchone())
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def waits_for_a_lock(self) -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [self.pid]
+            )
+            return cursor.fetchone() == ("Lock",)
+
+    def outcome(self) -> Any:
+        """(children released, wake-ups sent), once the release has ended."""
+        self.thread.join(timeout=30)
+        assert not self.thread.is_alive(), "the release still waits"
+        return self.found[0]
+
+
 def test_a_release_that_read_its_counts_before_a_requeue_does_not_release_the_join(
     transactional_db: None, conninfo: str
 ) -> None:
@@ -291,23 +323,14 @@ def test_a_release_that_read_its_counts_before_a_requeue_does_not_release_the_jo
     Job.objects.filter(pk=join.id).update(state="upstream_failed")
     FlowRun.objects.filter(pk=flow_id).update(state="failed")
 
-    outcome: list[Any] = []
-    with psycopg.connect(conninfo, autocommit=True) as other:
-        release = threading.Thread(
-            target=lambda: outcome.append(
-                other.execute(sql.RELEASE_COUNTED, [[flow_id]]).fetchone()
-            )
-        )
-        with transaction.atomic():
-            assert ops_flows.requeue_flow(flow_id, actor="ops") == 1
-            # The release starts now: its snapshot holds the row for "good" and a join
-            # that cannot run, which it passes over without waiting for the join's
-            # row (the requeue holds it until it commits).
-            release.start()
-            release.join(timeout=30)
-            assert not release.is_alive()
-
-    assert outcome == [(0, 0)]
+    release = ReleaseBeside(conninfo, flow_id)
+    with transaction.atomic():
+        assert ops_flows.requeue_flow(flow_id, actor="ops") == 1
+        # The release starts now: its snapshot holds the row for "good" and a join that
+        # cannot run, which it passes over without waiting for the join's row (the
+        # requeue holds it until it commits).
+        release.start()
+        assert release.outcome() == (0, 0)
     join.refresh_from_db()
     assert (join.state, join.pending_deps) == ("blocked", 1)
 
@@ -332,29 +355,15 @@ def test_a_release_does_not_count_rows_a_recount_dropped_while_it_waited(
     FlowCountdown.objects.create(flow_id=flow_id, child_id=join.id, n=1)
     Job.objects.filter(pk=join.id).update(state="blocked", pending_deps=2)
 
-    def waits_for_a_lock(pid: int) -> bool:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
-            return cursor.fetchone() == ("Lock",)
-
-    outcome: list[Any] = []
-    with psycopg.connect(conninfo, autocommit=True) as other:
-        release = threading.Thread(
-            target=lambda: outcome.append(
-                other.execute(sql.RELEASE_COUNTED, [[flow_id]]).fetchone()
-            )
-        )
-        with transaction.atomic():
-            # A recount holds the join: "b" is to run again, so the join waits for it
-            # (pending 1) and its rows go.
-            Job.objects.filter(pk=join.id).update(pending_deps=1)
-            FlowCountdown.objects.filter(child_id=join.id).delete()
-            release.start()
-            wait_for(lambda: waits_for_a_lock(other.info.backend_pid))
-        release.join(timeout=30)
-        assert not release.is_alive()
-
-    assert outcome == [(0, 0)]
+    release = ReleaseBeside(conninfo, flow_id)
+    with transaction.atomic():
+        # A recount holds the join: "b" is to run again, so the join waits for it
+        # (pending 1) and its rows go.
+        Job.objects.filter(pk=join.id).update(pending_deps=1)
+        FlowCountdown.objects.filter(child_id=join.id).delete()
+        release.start()
+        wait_for(release.waits_for_a_lock)
+    assert release.outcome() == (0, 0)
     join.refresh_from_db()
     assert (join.state, join.pending_deps) == ("blocked", 1)
 
