@@ -314,6 +314,7 @@ def flow_row(
         state,
         flow_id,
         key,
+        parents,  # pending_deps
         parents,
     )
 

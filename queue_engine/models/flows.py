@@ -72,6 +72,9 @@ class FlowCountdown(models.Model):
     flow_id = models.BigIntegerField()
     child_id = models.BigIntegerField()
     n = models.IntegerField()
+    # The outputs of those parents by node key, for the child's parent_outputs; NULL
+    # when one of them was too large to hand down.
+    outputs = models.JSONField(null=True, blank=True)
 
     class Meta:
         db_table = "queue_engine_flowcountdown"

@@ -78,6 +78,15 @@ class Job(JobFields):
     id = models.BigAutoField(primary_key=True)
     state = models.CharField(max_length=16, choices=JobState.choices, db_default="available")
     pending_deps = models.IntegerField(db_default=0)
+    # A flow node's parents (its edges in): set as it is written, and as a running
+    # node spawns more into it.
+    parents = models.IntegerField(db_default=0)
+    # Its parents' outputs by node key, all of them, handed down as they counted it
+    # down (sql/flows.py): the claim hands them to the handler without a look into the
+    # history for each parent. NULL where a parent's output was large, or some were
+    # counted some other way (a rerun's reused nodes, a requeue's recount): the claim
+    # then reads them from the history.
+    parent_outputs = models.JSONField(null=True, blank=True)
     lease_owner = models.CharField(max_length=255, null=True, blank=True)
     claim_token = models.BigIntegerField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)

@@ -272,6 +272,23 @@ _PICK_LIMITED = """
      LIMIT %(limit)s
 """
 
+# A flow node's parents' outputs by node key, as JSON text (NULL for a node outside a
+# flow, or without parents): those handed down onto its row as its parents counted it
+# down (Job.parent_outputs, sql/flows.py), which are all of them or none. Else from the
+# history, a parent at a time: driven from the node's edges, then one history row per
+# parent by key, which reads every leaf of the partitioned history. Planned while the
+# history held a single row, that look-up once chose an index on (kind, id) and read
+# all of it for every parent: the lanes now plan their statements again after a while
+# (worker/script.py, REPLAN_FIRST), when the statistics have caught up.
+OUTPUTS = """CASE WHEN j.flow_id IS NOT NULL THEN COALESCE(j.parent_outputs::text, (
+                  SELECT jsonb_object_agg(r.node_key, r.result)::text
+                    FROM queue_engine_flowedge e
+                   CROSS JOIN LATERAL (
+                         SELECT h.node_key, h.result FROM queue_engine_jobrecord h
+                          WHERE h.id = e.parent_id AND h.state = 'succeeded' LIMIT 1) r
+                   WHERE e.child_id = j.id)) END"""
+
+
 _CLAIMED = """
 ), claimed AS (
     -- started_at is clock_timestamp(), not now(): this claim may share a transaction
@@ -288,19 +305,7 @@ _CLAIMED = """
      WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND q.name = j.queue
     RETURNING j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff::text,
               j.flow_id, j.node_key, j.meta::text,
-              CASE WHEN j.flow_id IS NOT NULL THEN (
-                  -- Driven from the child's edges, then one history row per parent by
-                  -- key. Planned while the history held a single row, the lookup once
-                  -- chose an index on (kind, id) and read all of it for every parent:
-                  -- the lanes now plan their statements again after a while
-                  -- (worker/script.py, REPLAN_FIRST), when the statistics have caught up.
-                  SELECT jsonb_object_agg(r.node_key, r.result)::text
-                    FROM queue_engine_flowedge e
-                   CROSS JOIN LATERAL (
-                         SELECT h.node_key, h.result FROM queue_engine_jobrecord h
-                          WHERE h.id = e.parent_id AND h.state = 'succeeded' LIMIT 1) r
-                   WHERE e.child_id = j.id
-              ) END AS outputs,
+              {outputs} AS outputs,
               q.lock_duration,
               -- The durable steps earlier attempts recorded (ctx.step), so that a
               -- handler's first step needs no round trip of its own; looked up only for
@@ -309,7 +314,7 @@ _CLAIMED = """
                   SELECT jsonb_object_agg(s.name, s.result)::text
                     FROM queue_engine_jobstep s WHERE s.job_id = j.id) END AS steps,
               j.priority, j.run_at
-"""
+""".replace("{outputs}", OUTPUTS)
 
 _LOGGED_HELD = """
 ), logged AS (
@@ -464,12 +469,7 @@ CLAIM_PLAIN_WEIGHTED = _claim(limits=False, weighted=True)
 RECOVER_CLAIM = """
 SELECT j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff::text,
        j.flow_id, j.node_key, j.meta::text,
-       CASE WHEN j.flow_id IS NOT NULL THEN (
-           SELECT jsonb_object_agg(r.node_key, r.result)::text
-             FROM queue_engine_flowedge e
-             JOIN queue_engine_jobrecord r ON r.id = e.parent_id
-            WHERE e.child_id = j.id AND r.state = 'succeeded'
-       ) END AS outputs,
+       {outputs} AS outputs,
        extract(epoch FROM j.lease_expires_at - j.heartbeat_at)::int AS lock_duration,
        CASE WHEN j.meta ? 'has_steps' THEN (
            SELECT jsonb_object_agg(s.name, s.result)::text
@@ -477,7 +477,7 @@ SELECT j.id, j.kind, j.queue, j.payload, j.attempt, j.max_attempts, j.backoff::t
        j.priority, j.run_at
   FROM queue_engine_job j
  WHERE j.state = 'running' AND j.claim_token = %(token)s AND j.lease_owner = %(worker)s
-"""
+""".replace("{outputs}", OUTPUTS)
 
 
 # The claim lanes' sessions. Their statements are prepared once per connection (see

@@ -72,7 +72,8 @@ WITH wiped AS (
     -- a chunk counting now is waited for, and its row then goes too.
     DELETE FROM queue_engine_flowrelease WHERE flow_id = %(flow)s
 ), counts AS (
-    SELECT j.id, count(e.parent_id) FILTER (WHERE NOT EXISTS (
+    SELECT j.id, count(e.parent_id) AS parents,
+           count(e.parent_id) FILTER (WHERE NOT EXISTS (
                SELECT 1 FROM queue_engine_jobrecord r
                 WHERE r.id = e.parent_id AND r.state = 'succeeded')) AS pending
       FROM queue_engine_job j
@@ -81,7 +82,7 @@ WITH wiped AS (
      GROUP BY j.id
 )
 UPDATE queue_engine_job j
-   SET pending_deps = counts.pending,
+   SET pending_deps = counts.pending, parents = counts.parents,
        state = CASE WHEN counts.pending = 0 THEN 'available' ELSE 'blocked' END
   FROM counts
  WHERE j.id = counts.id

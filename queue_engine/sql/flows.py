@@ -8,6 +8,22 @@ from queue_engine.sql.fragments import (
 )
 from queue_engine.sql.notify import wake_per_queue
 
+# A parent's output is handed down to its children (Job.parent_outputs) up to this many
+# bytes: a larger one is read from the history by each child, not copied into every
+# child's row (a fan-out's thousands).
+HAND_DOWN_BYTES = 1024
+
+
+def _handed(node_key: str, result: str) -> str:
+    """Whether a parent's output is handed down: it has a key to go under, and it is
+    small. A result of SQL NULL (none recorded) goes down as JSON null, as the history
+    look-up gives it."""
+    return (
+        f"({node_key} IS NOT NULL AND "
+        f"COALESCE(pg_column_size({result}) <= {HAND_DOWN_BYTES}, true))"
+    )
+
+
 # A flow's own row; its nodes and edges follow in the same transaction.
 INSERT_FLOW = """
 INSERT INTO queue_engine_flow (name, default_priority, meta, rerun_of)
@@ -39,12 +55,18 @@ SELECT %s, p, c, %s FROM unnest(%s::bigint[], %s::bigint[]) AS e(p, c)
 # - A child that still waits for parents settling elsewhere (a fan-in's join) gets a
 #   FlowCountdown row instead: an insert, which waits for nobody. RELEASE_COUNTED,
 #   run right after this commits, releases it once its rows add up.
-# The children of the flow nodes in CTE `parents` (columns `id`, and `after`: the last
-# child already counted, 0 for none), as CTE `counting`: each parent's next chunk and
-# one child more, numbered per parent.
+# - Each parent's output goes with its count (CTE `releasing`), when it is small
+#   (HAND_DOWN_BYTES): onto the child's row as it is released (Job.parent_outputs), or
+#   into its countdown row, which RELEASE_COUNTED gathers onto the row. The claim then
+#   hands a node its parents' outputs without a look into the history per parent,
+#   which reads every leaf of the partitioned history (sql.claim, OUTPUTS).
+# The children of the flow nodes in CTE `parents` (columns `id`; `after`, the last
+# child already counted, 0 for none; the parent's `node_key` and `result`; and
+# `handed`, whether the result is handed down: _handed), as CTE `counting`: each
+# parent's next chunk and one child more, numbered per parent.
 _NEXT_CHUNKS = """
 counting AS (
-    SELECT e.parent_id, e.child_id, e.flow_id,
+    SELECT e.parent_id, e.child_id, e.flow_id, p.node_key, p.result, p.handed,
            row_number() OVER (PARTITION BY e.parent_id ORDER BY e.child_id) AS nth
       FROM parents p CROSS JOIN LATERAL (
             SELECT e.parent_id, e.child_id, e.flow_id FROM queue_engine_flowedge e
@@ -56,7 +78,10 @@ counting AS (
 # Count down the children numbered 1 to %(chunk)s in CTE `counting`.
 _COUNT_DOWN_CHILDREN = """
 releasing AS (
-    SELECT c.child_id, min(c.flow_id) AS flow_id, count(*) AS n
+    -- With the outputs of this settle's parents of the child: all of them, or none.
+    SELECT c.child_id, min(c.flow_id) AS flow_id, count(*) AS n,
+           CASE WHEN bool_and(c.handed) THEN
+                jsonb_object_agg(c.node_key, c.result) FILTER (WHERE c.handed) END AS outputs
       FROM counting c WHERE c.nth <= %(chunk)s::int
      GROUP BY c.child_id
 ), released AS (
@@ -68,19 +93,25 @@ releasing AS (
            state = CASE WHEN j.state = 'blocked' AND j.pending_deps - r.n <= 0
                         THEN 'available' ELSE j.state END,
            run_at = CASE WHEN j.state = 'blocked' AND j.pending_deps - r.n <= 0
-                         THEN GREATEST(j.run_at, now()) ELSE j.run_at END
+                         THEN GREATEST(j.run_at, now()) ELSE j.run_at END,
+           -- Handed down if this settle counted every parent the child has; else
+           -- (some counted another way) none, and the claim reads them all.
+           parent_outputs = CASE WHEN j.state = 'blocked' AND j.pending_deps - r.n <= 0
+                                 THEN CASE WHEN r.n = j.parents THEN r.outputs END
+                                 ELSE j.parent_outputs END
       FROM releasing r
      WHERE j.id = r.child_id AND j.pending_deps <= r.n
-    RETURNING j.id, j.queue, j.labels, j.priority, j.run_at, j.state, r.flow_id, r.n
+    RETURNING j.id, j.queue, j.labels, j.priority, j.run_at, j.state, r.flow_id, r.n,
+              r.outputs
 ), counted AS (
     -- The children not updated above, as a set difference: both sides are CTEs the
     -- planner guesses at one row, and as an anti-join it would compare every pair of
     -- a chunk.
-    INSERT INTO queue_engine_flowcountdown (flow_id, child_id, n)
-    SELECT d.flow_id, d.child_id, d.n FROM (
-        SELECT r.child_id, r.flow_id, r.n FROM releasing r
+    INSERT INTO queue_engine_flowcountdown (flow_id, child_id, n, outputs)
+    SELECT d.flow_id, d.child_id, d.n, d.outputs FROM (
+        SELECT r.child_id, r.flow_id, r.n, r.outputs FROM releasing r
         EXCEPT ALL
-        SELECT l.id, l.flow_id, l.n FROM released l
+        SELECT l.id, l.flow_id, l.n, l.outputs FROM released l
     ) d
 )
 """
@@ -117,7 +148,11 @@ SELECT set_config('qe.released', (
 # claim token, and their children counted down in the same transaction (see above).
 SETTLE_SUCCEEDED_FLOW = f"""
 WITH {SUCCEEDED_DONE}, moved AS ({SUCCEEDED_MOVE}
-), parents AS (SELECT id, 0::bigint AS after FROM done), {_NEXT_CHUNKS},
+), parents AS (
+    SELECT id, 0::bigint AS after, node_key, d_result AS result,
+           {_handed("node_key", "d_result")} AS handed
+      FROM done
+), {_NEXT_CHUNKS},
 {_COUNT_DOWN_CHILDREN}, {_MARK_REST}
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM released), ({NOTE_RELEASED}),
        (SELECT count(*) FROM marked)
@@ -133,7 +168,8 @@ WITH parents AS (
     UPDATE queue_engine_jobrecord r
        SET result = COALESCE((%(results)s::jsonb[])[{at("r")}], 'null'::jsonb)
      WHERE r.id = ANY(%(ids)s::bigint[]) AND r.result IS NULL AND r.state = 'succeeded'
-    RETURNING r.id, 0::bigint AS after
+    RETURNING r.id, 0::bigint AS after, r.node_key, r.result,
+              {_handed("r.node_key", "r.result")} AS handed
 ), {_NEXT_CHUNKS}, {_COUNT_DOWN_CHILDREN}, {_MARK_REST}
 SELECT (SELECT count(*) FROM parents), (SELECT count(*) FROM released), ({NOTE_RELEASED}),
        (SELECT count(*) FROM marked)
@@ -179,7 +215,17 @@ WITH sums AS (
        AND x.state = 'blocked' AND x.pending_deps <= s.n AND x.xmin = seen.xmin
 ), released AS (
     UPDATE queue_engine_job j
-       SET pending_deps = 0, state = 'available', run_at = GREATEST(j.run_at, now())
+       SET pending_deps = 0, state = 'available', run_at = GREATEST(j.run_at, now()),
+           -- The outputs its rows carry, read in this statement's snapshot, as the sums
+           -- were: if they count every parent it has and each row carries its
+           -- parents' outputs, all of them, else none (the claim reads them all).
+           parent_outputs = (
+               SELECT CASE WHEN bool_and(c.outputs IS NOT NULL) AND sum(c.n) = j.parents
+                           THEN (SELECT jsonb_object_agg(o.key, o.value)
+                                   FROM queue_engine_flowcountdown d
+                                  CROSS JOIN LATERAL jsonb_each(d.outputs) o
+                                  WHERE d.child_id = j.id) END
+                 FROM queue_engine_flowcountdown c WHERE c.child_id = j.id)
      WHERE j.id = ANY(ARRAY(SELECT id FROM ready))
     RETURNING j.id, j.queue, j.labels, j.priority, j.run_at
 ), cleared AS (
@@ -202,7 +248,14 @@ WITH marker AS (
      ORDER BY m.id LIMIT 1
        FOR UPDATE SKIP LOCKED
 ), parents AS (
-    SELECT m.parent_id AS id, m.after_child AS after FROM marker m
+    -- The parent's output from the history, once a chunk (none, and nothing handed
+    -- down, if its row is gone).
+    SELECT m.parent_id AS id, m.after_child AS after, h.node_key, h.result,
+           COALESCE({_handed("h.node_key", "h.result")}, false) AS handed
+      FROM marker m
+      LEFT JOIN LATERAL (
+           SELECT h.node_key, h.result FROM queue_engine_jobrecord h
+            WHERE h.id = m.parent_id AND h.state = 'succeeded' LIMIT 1) h ON true
 ), {_NEXT_CHUNKS}, {_COUNT_DOWN_CHILDREN}, advanced AS (
     UPDATE queue_engine_flowrelease m SET after_child = c.child_id
       FROM counting c
@@ -308,14 +361,16 @@ SELECT e.child_id FROM queue_engine_flowedge e
 
 # A join waits for that many more parents (children a running node spawned).
 ADD_PENDING = """
-UPDATE queue_engine_job SET pending_deps = pending_deps + %s WHERE id = %s
+UPDATE queue_engine_job j SET pending_deps = j.pending_deps + a.n, parents = j.parents + a.n
+  FROM (SELECT %s::int AS n) a
+ WHERE j.id = %s
 """
 
 
 # The columns a flow's submit writes per node, in COPY_FLOW_JOBS' order.
 FLOW_COPY_COLUMNS = (
     "id, queue, kind, name, priority, payload, max_attempts, backoff, dedup_key, group_key, "
-    "labels, meta, run_at, state, flow_id, node_key, pending_deps"
+    "labels, meta, run_at, state, flow_id, node_key, pending_deps, parents"
 )
 
 
