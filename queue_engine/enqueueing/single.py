@@ -210,6 +210,7 @@ def _constant_fields(decided: KindOptions, kind: str) -> dict[str, Any]:
         "progress_message": "",
         "rescues": 0,
         "pending_deps": 0,
+        "parents": 0,
     }
 
 

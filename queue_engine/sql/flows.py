@@ -16,11 +16,12 @@ HAND_DOWN_BYTES = 1024
 
 def _handed(node_key: str, result: str) -> str:
     """Whether a parent's output is handed down: it has a key to go under, and it is
-    small. A result of SQL NULL (none recorded) goes down as JSON null, as the history
-    look-up gives it."""
+    small, as stored: a value the history keeps compressed may be much larger once read.
+    A result of SQL NULL (none recorded) goes down as JSON null, as the history look-up
+    gives it."""
     return (
-        f"({node_key} IS NOT NULL AND "
-        f"COALESCE(pg_column_size({result}) <= {HAND_DOWN_BYTES}, true))"
+        f"({node_key} IS NOT NULL AND COALESCE(pg_column_size({result}) <= {HAND_DOWN_BYTES}"
+        f" AND pg_column_compression({result}) IS NULL, true))"
     )
 
 
