@@ -76,16 +76,32 @@ counting AS (
 )"""
 
 
-# Count down the children numbered 1 to %(chunk)s in CTE `counting`.
-_COUNT_DOWN_CHILDREN = """
+# The children numbered 1 to %(chunk)s in CTE `counting`, each once, with how many of
+# its parents count it down here and their outputs (all of them, or none).
+_RELEASING_MANY = """
 releasing AS (
-    -- With the outputs of this settle's parents of the child: all of them, or none.
     SELECT c.child_id, min(c.flow_id) AS flow_id, count(*) AS n,
            CASE WHEN bool_and(c.handed) THEN
                 jsonb_object_agg(c.node_key, c.result) FILTER (WHERE c.handed) END AS outputs
       FROM counting c WHERE c.nth <= %(chunk)s::int
      GROUP BY c.child_id
-), released AS (
+)"""
+
+
+# The same for the children of one parent (a chunk of a wide fan-out), whose CTE
+# `parents` also gives its `output` as it is handed down: each child is there once (an
+# edge is unique), with that output, and nothing to group.
+_RELEASING_ONE = """
+releasing AS (
+    SELECT c.child_id, c.flow_id, 1::bigint AS n, p.output AS outputs
+      FROM counting c JOIN parents p ON p.id = c.parent_id
+     WHERE c.nth <= %(chunk)s::int
+)"""
+
+
+# Count down the children in CTE `releasing`.
+_COUNT_DOWN_CHILDREN = """
+released AS (
     -- No lock taken first: nothing else counts these children down (every parent
     -- they still wait for is in this settle). A child whose count grew meanwhile (a
     -- dynamic join) fails the re-checked condition and is counted by a row instead.
@@ -153,7 +169,7 @@ WITH {SUCCEEDED_DONE}, moved AS ({SUCCEEDED_MOVE}
     SELECT id, 0::bigint AS after, node_key, d_result AS result,
            {_handed("node_key", "d_result")} AS handed
       FROM done
-), {_NEXT_CHUNKS},
+), {_NEXT_CHUNKS}, {_RELEASING_MANY},
 {_COUNT_DOWN_CHILDREN}, {_MARK_REST}
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM released), ({NOTE_RELEASED}),
        (SELECT count(*) FROM marked)
@@ -171,7 +187,7 @@ WITH parents AS (
      WHERE r.id = ANY(%(ids)s::bigint[]) AND r.result IS NULL AND r.state = 'succeeded'
     RETURNING r.id, 0::bigint AS after, r.node_key, r.result,
               {_handed("r.node_key", "r.result")} AS handed
-), {_NEXT_CHUNKS}, {_COUNT_DOWN_CHILDREN}, {_MARK_REST}
+), {_NEXT_CHUNKS}, {_RELEASING_MANY}, {_COUNT_DOWN_CHILDREN}, {_MARK_REST}
 SELECT (SELECT count(*) FROM parents), (SELECT count(*) FROM released), ({NOTE_RELEASED}),
        (SELECT count(*) FROM marked)
 """
@@ -252,12 +268,14 @@ WITH marker AS (
     -- The parent's output from the history, once a chunk (none, and nothing handed
     -- down, if its row is gone).
     SELECT m.parent_id AS id, m.after_child AS after, h.node_key, h.result,
-           COALESCE({_handed("h.node_key", "h.result")}, false) AS handed
+           COALESCE({_handed("h.node_key", "h.result")}, false) AS handed,
+           CASE WHEN {_handed("h.node_key", "h.result")}
+                THEN jsonb_build_object(h.node_key, h.result) END AS output
       FROM marker m
       LEFT JOIN LATERAL (
            SELECT h.node_key, h.result FROM queue_engine_jobrecord h
             WHERE h.id = m.parent_id AND h.state = 'succeeded' LIMIT 1) h ON true
-), {_NEXT_CHUNKS}, {_COUNT_DOWN_CHILDREN}, advanced AS (
+), {_NEXT_CHUNKS}, {_RELEASING_ONE}, {_COUNT_DOWN_CHILDREN}, advanced AS (
     UPDATE queue_engine_flowrelease m SET after_child = c.child_id
       FROM counting c
      WHERE m.id = (SELECT id FROM marker) AND c.nth = %(chunk)s::int
