@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 import signal
 import threading
@@ -29,7 +28,7 @@ from queue_engine.models import (
 )
 from queue_engine.ops import flows as ops_flows
 from tests.support import jobs
-from tests.support.flow_helpers import flow_state, records, succeed_by_hand
+from tests.support.flow_helpers import chunked, flow_state, records, succeed_by_hand
 from tests.support.workers import Workers, listening, wait_for
 
 pytestmark = pytest.mark.slow
@@ -39,14 +38,6 @@ def saw(record: JobRecord) -> Any:
     """The parents' node keys a tests.node job saw, from its result."""
     assert record.result is not None
     return record.result["saw"]
-
-
-def chunked(size: int) -> dict[str, str]:
-    """A worker's environment with FLOW_RELEASE_CHUNK set to `size`."""
-    return {
-        "DJANGO_SETTINGS_MODULE": "tests.support.settings_queues",
-        "TEST_QUEUE_ENGINE": json.dumps({"FLOW_RELEASE_CHUNK": size}),
-    }
 
 
 def settle_by_hand(flow_id: int, key: str, result: str) -> int:

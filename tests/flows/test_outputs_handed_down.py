@@ -5,8 +5,6 @@ the same."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from queue_engine import ops
@@ -14,6 +12,7 @@ from queue_engine.flows import Flow
 from queue_engine.models import Job
 from tests.support import jobs, wait_jobs
 from tests.support.flow_helpers import (
+    chunked,
     flow_settled,
     flow_state,
     records,
@@ -32,14 +31,6 @@ def released(flow_id: int, key: str) -> Job:
         timeout=30,
         message=f"node {key} to be released",
     )
-
-
-def chunked(size: int) -> dict[str, str]:
-    """A worker's environment with FLOW_RELEASE_CHUNK set to `size`."""
-    return {
-        "DJANGO_SETTINGS_MODULE": "tests.support.settings_queues",
-        "TEST_QUEUE_ENGINE": json.dumps({"FLOW_RELEASE_CHUNK": size}),
-    }
 
 
 def test_children_and_a_join_are_handed_their_parents_outputs(workers: Workers) -> None:

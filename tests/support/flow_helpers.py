@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.db import connection
 
 from queue_engine.flows import Flow
@@ -57,3 +59,11 @@ def diamond() -> int:
     flow.add("right", jobs.node, label="right", fail=True, depends_on=["root"])
     flow.add("join", jobs.sum_outputs, depends_on=["left", "right"])
     return flow.submit()
+
+
+def chunked(size: int) -> dict[str, str]:
+    """A worker's environment with FLOW_RELEASE_CHUNK set to `size`."""
+    return {
+        "DJANGO_SETTINGS_MODULE": "tests.support.settings_queues",
+        "TEST_QUEUE_ENGINE": json.dumps({"FLOW_RELEASE_CHUNK": size}),
+    }
