@@ -11,6 +11,8 @@ from django.utils import timezone
 
 from queue_engine.flows import Flow
 from queue_engine.models import Job, JobSignal
+from queue_engine.ops.jobs import reschedule_jobs
+from queue_engine.ops.signals import send_signal
 from queue_engine.templatetags.queue_engine import node_segments
 from tests.support import jobs
 from tests.support.browser import Server
@@ -99,4 +101,30 @@ def test_an_operator_moves_a_sleeps_wake_time_after_reading_what_it_does(
     assert "now wakes at" in page.inner_text("body")
     assert "until in 2 d" in page.inner_text("#job-parked")
     assert Job.objects.get(pk=sleeping.id).run_at == sooner.replace(second=0, microsecond=0)
+    assert page.errors == []
+
+
+def test_the_wake_time_form_keeps_what_is_typed_until_the_wait_itself_changes(
+    new_page: Any, server: Server
+) -> None:
+    """The live header, drawn again, keeps the open form and what the operator typed in
+    it while the wait is the same one (a signal lands in the mailbox); once another
+    operator moves the wake time, the form shows the new time, not the one it had."""
+    sleeping = parked_job(None, timedelta(days=7))
+    page = new_page("operator")
+    page.goto(f"{server.url}/jobs/{sleeping.id}/")
+    page.wait_for_selector("[data-live].on")
+    page.get_by_text("Change the wake time").click()
+    typed = f"{timezone.localtime() + timedelta(days=3):%Y-%m-%dT%H:%M}"
+    page.fill("#wake-at", typed)
+
+    send_signal(sleeping.id, "nudge", {}, actor="another operator")
+    page.wait_for_selector("#job-mailbox >> text=nudge")
+    assert page.input_value("#wake-at") == typed
+    assert page.is_visible("#wake-at")  # still open
+
+    later = timezone.localtime() + timedelta(days=10, hours=1)
+    assert reschedule_jobs([sleeping.id], later, actor="another operator") == 1
+    page.wait_for_selector("#job-parked >> text=until in 10 d")
+    assert page.input_value("#wake-at") == f"{later:%Y-%m-%dT%H:%M:%S}"
     assert page.errors == []

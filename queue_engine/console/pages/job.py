@@ -3,6 +3,8 @@ that apply, its mailbox and wake-time form; read by the view and by its socket."
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -148,10 +150,22 @@ LOCAL_INPUT = "%Y-%m-%dT%H:%M:%S"
 
 
 def wake_form(job: Job | JobRecord) -> dict[str, Any]:
-    """The "Change the wake time" form of a parked job: the console's time zone, and the
-    wait's deadline in it as the input's value (empty when it waits with none)."""
-    until = (job.meta or {}).get("parked", {}).get("until") if job.state == "parked" else None
+    """The "Change the wake time" form of a parked job: the console's time zone, the
+    wait's deadline in it as the input's value (empty when it waits with none), and
+    `wait_version`, which names this wait as it stands.
+
+    The wait's forms keep what the operator typed while the live header is swapped in
+    again (hx-preserve keeps an element whose id the new header has too). Their ids
+    carry `wait_version`, so a wait that changed meanwhile (another operator moved its
+    wake time, the job parked again) replaces them with forms showing the new values."""
+    wait = (job.meta or {}).get("parked", {}) if job.state == "parked" else {}
+    until = wait.get("until")
     value = ""
     if until:
         value = timezone.localtime(datetime.fromisoformat(until)).strftime(LOCAL_INPUT)
-    return {"time_zone": timezone.get_current_timezone_name(), "wake_at_value": value}
+    seen = json.dumps([wait.get("since"), until, wait.get("signal")])
+    return {
+        "time_zone": timezone.get_current_timezone_name(),
+        "wake_at_value": value,
+        "wait_version": hashlib.blake2s(seen.encode(), digest_size=6).hexdigest(),
+    }
