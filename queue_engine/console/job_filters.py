@@ -61,6 +61,7 @@ class JobFilters:
     error_class: str = ""  # the last error's class; NO_ERROR_CLASS: no error recorded
     message: str = ""  # inside the last error's message
     worker: str = ""  # the worker that ran the job last, or its host
+    group: str = ""  # the group key, exactly
     sort: str = ""  # "" (newest first, by id) or a SORTS key, "-" in front for descending
     page: int = 1  # of a sorted list
     errors: list[str] = field(default_factory=list)
@@ -82,6 +83,7 @@ class JobFilters:
             error_class=params.get("error_class", "").strip(),
             message=params.get("message", "").strip(),
             worker=params.get("worker", "").strip(),
+            group=params.get("group", "").strip(),
             sort=sort if sort.removeprefix("-") in SORTS else "",
             page=min(max(int_param(params, "page") or 1, 1), SORT_WINDOW // PAGE_SIZE),
         )
@@ -109,6 +111,7 @@ class JobFilters:
             (self.error_class, "error class"),
             (self.message, "error message"),
             (self.worker, "worker"),
+            (self.group, "group key"),
         )
         return [name for value, name in named if value]
 
@@ -135,6 +138,7 @@ class JobFilters:
             error_class=self.last_error_class(),
             message=self.message or None,
             worker=self.worker or None,
+            group=self.group or None,
         )
 
     def last_error_class(self) -> str | None:

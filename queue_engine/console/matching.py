@@ -28,7 +28,8 @@ from queue_engine.models import Job, JobRecord
 BATCH = 1000
 SYNC_LIMIT = 1000
 FILTER_FIELDS = (
-    "queue", "state", "kind", "q", "payload", "meta", "error_class", "message", "worker", "since",
+    "queue", "state", "kind", "q", "payload", "meta", "error_class", "message", "worker", "group",
+    "since",
 )  # fmt: skip
 
 
@@ -67,6 +68,7 @@ def filter_params(filters: job_filters.JobFilters) -> dict[str, str]:
         "error_class": filters.error_class,
         "message": filters.message,
         "worker": filters.worker,
+        "group": filters.group,
         "since": since.isoformat() if since else "",
     }
 
@@ -83,6 +85,8 @@ def _matching(
         qs = qs.filter(kind=params["kind"])
     if params.get("q"):
         qs = qs.filter(name__icontains=params["q"])
+    if params.get("group"):
+        qs = qs.filter(group_key=params["group"])
     for field_name in ("payload", "meta"):
         if params.get(field_name):
             value = job_filters.containment_filter(field_name, params[field_name])

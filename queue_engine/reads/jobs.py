@@ -89,7 +89,8 @@ class JobFilter:
     `payload`/`meta` match jobs whose payload/meta contain this JSON object.
     `error_class` is the class of the job's last error ("" for a job with no error),
     `message` matches inside its last error's message (case-insensitive), `worker` is
-    the worker that ran it last (its id, or its host: "web-1" matches "web-1:4242").
+    the worker that ran it last (its id, or its host: "web-1" matches "web-1:4242"),
+    `group` its group key (exactly: a tenant's jobs, say).
     """
 
     queue: str | None = None
@@ -103,6 +104,7 @@ class JobFilter:
     error_class: str | None = None
     message: str | None = None
     worker: str | None = None
+    group: str | None = None
 
     @property
     def scanned(self) -> bool:
@@ -115,6 +117,7 @@ class JobFilter:
             or self.meta
             or self.message
             or self.worker
+            or self.group
             or (self.error_class is not None and not indexed_error)
         )
 
@@ -132,6 +135,7 @@ class JobFilter:
             "message": like_pattern(self.message) if self.message else None,
             "worker": self.worker or None,
             "worker_host": like_pattern(self.worker + ":", inside=False) if self.worker else None,
+            "group": self.group or None,
         }
 
 
@@ -277,6 +281,7 @@ def check_filter(where: JobFilter) -> None:
         ("error class", where.error_class),
         ("error message", where.message),
         ("worker", where.worker),
+        ("group key", where.group),
     ):
         if text is not None and (not isinstance(text, str) or text_problem(text) is not None):
             raise FilterError(f"The {name} filter must be text Postgres can store, not {text!r}.")

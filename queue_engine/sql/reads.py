@@ -243,7 +243,8 @@ _FILTERS = """(%(queue)s::varchar IS NULL OR queue = %(queue)s)
    AND (%(error_class)s::text IS NULL
         OR COALESCE(errors->-1->>'class', '') = %(error_class)s)
    AND (%(message)s::text IS NULL OR errors->-1->>'message' ILIKE %(message)s)
-   AND (%(worker)s::text IS NULL OR {worker} = %(worker)s OR {worker} LIKE %(worker_host)s)"""
+   AND (%(worker)s::text IS NULL OR {worker} = %(worker)s OR {worker} LIKE %(worker_host)s)
+   AND (%(group)s::varchar IS NULL OR group_key = %(group)s)"""
 
 _LIVE_FILTERS = _FILTERS.format(worker="lease_owner")
 _HISTORY_FILTERS = _FILTERS.format(worker="worker")

@@ -175,6 +175,36 @@ def test_all_that_match_honours_the_meta_filter(operator: Client, data: ConsoleD
     assert "Cancel 2 jobs?" in page
 
 
+def test_jobs_filter_by_group_key_live_and_ended(viewer: Client, data: ConsoleData) -> None:
+    Job.objects.filter(pk__in=[j.id for j in data.available[:2]]).update(group_key="tenant-7")
+    Job.objects.filter(pk=data.available[2].id).update(group_key="tenant-70")
+    ended = JobRecord.objects.filter(queue="emails", state="succeeded").first()
+    assert ended is not None
+    JobRecord.objects.filter(pk=ended.pk, state="succeeded").update(group_key="tenant-7")
+
+    page = text_of(viewer.get("/jobs/?group=tenant-7"))
+
+    ids = {int(i) for i in re.findall(r'href="/jobs/(\d+)/">#', page)}
+    assert ids == {data.available[0].id, data.available[1].id, ended.pk}  # exactly, not tenant-70
+    assert 'name="group" value="tenant-7"' in page
+
+
+def test_all_that_match_honours_the_group_key(operator: Client, data: ConsoleData) -> None:
+    Job.objects.filter(pk__in=[j.id for j in data.available[:3]]).update(group_key="tenant-7")
+    upto = max(j.id for j in data.available)
+
+    asked = text_of(operator.post("/jobs/bulk/", matching_form("cancel", group="tenant-7")))
+    response = operator.post(
+        "/jobs/bulk/",
+        {**matching_form("cancel", confirm=True, group="tenant-7"), "upto": str(upto)},
+    )
+
+    assert "Cancel 3 jobs?" in asked and "group key" in asked
+    assert response.status_code == 302
+    assert JobRecord.objects.filter(group_key="tenant-7", state="cancelled").count() == 3
+    assert Job.objects.filter(queue="emails", state="available").count() == 3
+
+
 def test_a_payload_filter_that_is_not_json_says_so(viewer: Client, data: ConsoleData) -> None:
     page = text_of(viewer.get("/jobs/?payload=nope"))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from html import unescape
 from typing import Any
 
 import pytest
@@ -52,8 +53,13 @@ def test_the_queue_page_lists_each_keys_waiting_running_cap_and_share(viewer: An
     assert [round(k.share, 3) for k in keys.keys] == [0.333, 0.667, 0.0]
     page = viewer.get(reverse("queue_engine:queue", args=["tenants"])).content.decode()
     panel = page[page.index('id="queue-keys"') :]
-    rows = re.findall(r'<th scope="row" class="mono">([^<]+)</th>', panel)
-    assert rows == ["acme", "globex", "initech"]
+    rows = re.findall(
+        r'<th scope="row" class="mono"><a href="([^"]+)"[^>]*>([^<]+)</a></th>', panel
+    )
+    assert [key for _, key in rows] == ["acme", "globex", "initech"]
+    # Each key links to its jobs in the list.
+    assert unescape(rows[0][0]) == "/jobs/?queue=tenants&group=acme"
+    assert 'name="group" value="acme"' in viewer.get(unescape(rows[0][0])).content.decode()
     assert "67% of the queue&#x27;s starts" in panel or "67% of the queue's starts" in panel
 
 
@@ -111,4 +117,6 @@ def test_a_fair_queue_shows_each_keys_weight(viewer: Any) -> None:
     assert keys.fair and [(k.key, k.weight) for k in keys.keys] == [("acme", 3), ("globex", 1)]
     page = viewer.get(reverse("queue_engine:queue", args=["tenants"])).content.decode()
     assert "Claims take turns between the keys (fair share)" in page
-    assert re.search(r'<th scope="row" class="mono">acme</th>.*?<td class="num">3</td>', page, re.S)
+    assert re.search(
+        r'<th scope="row" class="mono"><a [^>]*>acme</a></th>.*?<td class="num">3</td>', page, re.S
+    )

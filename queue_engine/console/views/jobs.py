@@ -146,6 +146,7 @@ def describe(params: dict[str, str]) -> list[tuple[str, str]]:
         "error_class": "last error class",
         "message": "last error message contains",
         "worker": "worker",
+        "group": "group key",
         "since": "since",
     }
     return [(labels[k], v) for k, v in params.items() if v]
