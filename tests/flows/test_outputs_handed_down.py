@@ -63,6 +63,32 @@ def test_children_and_a_join_are_handed_their_parents_outputs(workers: Workers) 
     assert done["join"].result == expected
 
 
+def test_a_node_that_completed_in_its_own_transaction_hands_its_output_down(
+    workers: Workers,
+) -> None:
+    """A node that ctx.atomic() completed has its return value recorded at its settle
+    (RECORD_RESULT_FLOW), which only then counts its children down: they get that value
+    handed down, a join of two such nodes both values."""
+    ops.pause_queue(HELD)
+    flow = Flow("atomic outputs")
+    flow.add("first", jobs.atomic_node, label="first")
+    flow.add("second", jobs.atomic_node, label="second")
+    flow.add("next", wait_jobs.echo_outputs.using(queue=HELD), depends_on=["first"])
+    flow.add("join", wait_jobs.echo_outputs.using(queue=HELD), depends_on=["first", "second"])
+    flow_id = flow.submit()
+    workers.start("--queues", "flows", "--concurrency", "4")
+
+    following = released(flow_id, "next")
+    join = released(flow_id, "join")
+
+    assert following.parent_outputs == {"first": {"label": "first"}}
+    assert join.parent_outputs == {"first": {"label": "first"}, "second": {"label": "second"}}
+    ops.resume_queue(HELD)
+    workers.start("--queues", HELD)
+    flow_state(flow_id, "succeeded")
+    assert records(flow_id)["join"].result == join.parent_outputs
+
+
 def test_a_large_output_is_read_from_the_history(workers: Workers) -> None:
     """An output over HAND_DOWN_BYTES is not copied into the children's rows: the
     child's parent_outputs stay empty and its claim reads both parents' outputs from
