@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from bench.harness import BenchEnv, log
 from bench.jobs import ASYNC_KIND, QUEUE
+from bench.windows import most_in_a_window
 from bench.workers import configure_queue, extra_tables, fill_ours, fleet, resume
 
 NAME = "rate_limit"
@@ -41,16 +41,6 @@ SELECT group_key, started_at FROM queue_engine_job
 SELECT group_key, started_at FROM queue_engine_jobrecord
  WHERE queue = %(queue)s AND started_at >= %(since)s AND started_at < %(until)s
 """
-
-
-def most_in_a_window(starts: Sequence[datetime], window: float) -> int:
-    """The most starts in any window of `window` seconds, sliding over the (sorted) starts."""
-    most, first = 0, 0
-    for last, start in enumerate(starts):
-        while (start - starts[first]).total_seconds() >= window:
-            first += 1
-        most = max(most, last - first + 1)
-    return most
 
 
 def run(env: BenchEnv) -> list[dict[str, Any]]:
@@ -87,7 +77,7 @@ def run(env: BenchEnv) -> list[dict[str, Any]]:
     by_key: dict[str, list[datetime]] = defaultdict(list)
     for key, start in rows:
         by_key[key].append(start)
-    most = {key: most_in_a_window(sorted(starts), WINDOW) for key, starts in by_key.items()}
+    most = {key: most_in_a_window(starts, WINDOW) for key, starts in by_key.items()}
     worst = max(most.values(), default=0)
     share = len(rows) / ideal
     log(

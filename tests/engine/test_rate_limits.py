@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 import psycopg
 import pytest
 
+from bench.windows import most_in_a_window
 from queue_engine import sql
 from queue_engine.models import GroupLimit, Job, JobRecord, QueueConfig
 from tests.support import jobs
@@ -26,17 +26,6 @@ CLAIM: dict[str, Any] = {
     "worker": "w",
     "alone": False,
 }
-
-
-def most_in_a_window(starts: Iterable[datetime], window: float) -> int:
-    """The most starts in any window of `window` seconds, sliding over the starts."""
-    ordered = sorted(starts)
-    most, first = 0, 0
-    for last, start in enumerate(ordered):
-        while (start - ordered[first]).total_seconds() >= window:
-            first += 1
-        most = max(most, last - first + 1)
-    return most
 
 
 def started(model: Any, **filters: Any) -> list[datetime]:
