@@ -130,6 +130,7 @@ released AS (
         EXCEPT ALL
         SELECT l.id, l.flow_id, l.n, l.outputs FROM released l
     ) d
+    RETURNING flow_id
 )
 """
 
@@ -258,7 +259,8 @@ SELECT (SELECT count(*) FROM released), (SELECT count(*) FROM woken)
 # the row moved on past them (or deleted after the last), and the other workers woken
 # for the children it made available. Rows another worker is counting are skipped.
 # Returns whether a row was found, the children released, the wake-ups sent, and the
-# flows whose countdown rows RELEASE_COUNTED must then look at.
+# flows whose countdown rows RELEASE_COUNTED must then look at: those this chunk added
+# rows to (a child that also waits for other parents), none for a plain fan-out.
 COUNT_DOWN_MORE = f"""
 WITH marker AS (
     SELECT m.id, m.parent_id, m.after_child FROM queue_engine_flowrelease m
@@ -268,13 +270,13 @@ WITH marker AS (
     -- The parent's output from the history, once a chunk (none, and nothing handed
     -- down, if its row is gone).
     SELECT m.parent_id AS id, m.after_child AS after, h.node_key, h.result,
-           COALESCE({_handed("h.node_key", "h.result")}, false) AS handed,
-           CASE WHEN {_handed("h.node_key", "h.result")}
-                THEN jsonb_build_object(h.node_key, h.result) END AS output
+           COALESCE(x.handed, false) AS handed,
+           CASE WHEN x.handed THEN jsonb_build_object(h.node_key, h.result) END AS output
       FROM marker m
       LEFT JOIN LATERAL (
            SELECT h.node_key, h.result FROM queue_engine_jobrecord h
             WHERE h.id = m.parent_id AND h.state = 'succeeded' LIMIT 1) h ON true
+     CROSS JOIN LATERAL (SELECT {_handed("h.node_key", "h.result")} AS handed) x
 ), {_NEXT_CHUNKS}, {_RELEASING_ONE}, {_COUNT_DOWN_CHILDREN}, advanced AS (
     UPDATE queue_engine_flowrelease m SET after_child = c.child_id
       FROM counting c
@@ -288,7 +290,7 @@ WITH marker AS (
 )
 SELECT (SELECT count(*) FROM marker), (SELECT count(*) FROM released),
        (SELECT count(*) FROM woken),
-       COALESCE((SELECT array_agg(DISTINCT r.flow_id) FROM releasing r), '{{}}')
+       COALESCE((SELECT array_agg(DISTINCT c.flow_id) FROM counted c), '{{}}')
 """
 
 

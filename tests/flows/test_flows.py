@@ -144,6 +144,31 @@ def test_a_fan_out_wider_than_the_release_chunk_is_released_a_chunk_at_a_time(
     assert not FlowRelease.objects.exists() and not FlowCountdown.objects.exists()
 
 
+def test_a_chunk_that_completes_a_join_releases_it_without_the_leader(
+    workers: Workers,
+) -> None:
+    """A child counted in a later chunk of a wide parent, whose other parent has already
+    counted it down (a countdown row), is released by the worker counting the chunk, at
+    once: not left for the leader's pass, which no process here runs."""
+    flow = Flow("chunk completes a join")
+    flow.add("other", jobs.number, value=1)
+    flow.add("root", jobs.number, value=2, depends_on=["other"])
+    flow.add("both", jobs.sum_outputs, depends_on=["root", "other"])
+    # Children nobody serves: the root's chunks count them down, nothing settles them.
+    for i in range(4):
+        flow.add(f"c{i}", jobs.number.using(queue="held"), value=i, depends_on=["root"])
+    flow_id = flow.submit()
+    ids = dict(Job.objects.filter(flow_id=flow_id).values_list("node_key", "id"))
+    # Chunks go in child id order: "both" is in the root's third chunk of 2.
+    assert ids["both"] > max(ids[f"c{i}"] for i in range(4))
+    workers.start("--queues", "flows", "--no-leader", env=chunked(2))
+
+    wait_for(lambda: "both" in records(flow_id), timeout=20)
+    done = records(flow_id)
+    assert done["both"].result == 3
+    assert not FlowRelease.objects.exists() and not FlowCountdown.objects.exists()
+
+
 def test_the_leader_counts_down_what_a_dead_workers_settle_left(
     workers: Workers, executions: None
 ) -> None:
