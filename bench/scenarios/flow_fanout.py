@@ -10,6 +10,7 @@ graph; the target is >= 0.6 (issue 45).
 
 from __future__ import annotations
 
+import os
 import statistics
 from typing import Any
 
@@ -19,6 +20,7 @@ from bench.workers import (
     CONCURRENCY,
     FLOW_TABLES,
     STATS_NOTE,
+    compare_many,
     extra_tables,
     fill_ours,
     fleet,
@@ -34,13 +36,20 @@ SHARE_OF_DRAIN = 0.6
 
 
 def run(env: BenchEnv) -> list[dict[str, Any]]:
+    parts = os.environ.get("FLOW_FANOUT") == "parts"
     with extra_tables(env, *FLOW_TABLES), fleet(env, QUEUE, PROCESSES) as workers:
-        ours_s, drain_s = env.compare(
+        timeds = [
             ours_timed(env, workers, submit_fanout),
             ours_timed(env, workers, fill_ours(NODES, ASYNC_KIND)),
-        )
+        ]
+        if parts:
+            ours_s, drain_s, rootless_s = compare_many(
+                env, [*timeds, ours_timed(env, workers, submit_rootless)]
+            )
+        else:
+            ours_s, drain_s = env.compare(*timeds)
     drain_rates = per_second(NODES, drain_s)
-    return [
+    rows = [
         env.result(
             NAME,
             unit="nodes/s",
@@ -58,6 +67,24 @@ def run(env: BenchEnv) -> list[dict[str, Any]]:
             "(enqueue_many), alternating with the flow runs",
         )
     ]
+    if parts:
+        rows.append(
+            env.result(
+                f"{NAME} (no root)",
+                unit="nodes/s",
+                # Per node, against the drain's rate per job: the run has one node less.
+                samples=per_second(CHILDREN + 1, rootless_s),
+                baseline_samples=drain_rates,
+                target=f">= {SHARE_OF_DRAIN:.0%} of the drain (for comparison only)",
+                target_value=SHARE_OF_DRAIN * statistics.median(drain_rates),
+                n=CHILDREN + 1,
+                processes=PROCESSES,
+                method=f"the same flow without its root: {CHILDREN:,} children runnable from "
+                "the submit, then the join; the three runs rotated",
+                baseline_method="the drain of this run",
+            )
+        )
+    return rows
 
 
 def submit_fanout(rep: int) -> int:
@@ -67,3 +94,12 @@ def submit_fanout(rep: int) -> int:
     flow.add("join", async_noop, to="join@example.com", depends_on=children)
     flow.submit()
     return NODES
+
+
+def submit_rootless(rep: int) -> int:
+    """The fan-out without its root: no child waits, so none is released."""
+    flow = Flow(f"bench fan-out without a root {rep}")
+    children = flow.fan_out("child", async_noop, sample_payloads(CHILDREN))
+    flow.add("join", async_noop, to="join@example.com", depends_on=children)
+    flow.submit()
+    return CHILDREN + 1
