@@ -1,6 +1,6 @@
 from queue_engine.models.audit import AuditEvent
 from queue_engine.models.console import ConsoleAccess
-from queue_engine.models.flows import FlowCountdown, FlowEdge, FlowRelease, FlowRun
+from queue_engine.models.flows import FlowCountdown, FlowEdge, FlowRange, FlowRelease, FlowRun
 from queue_engine.models.jobs import Job, JobRecord
 from queue_engine.models.kinds import KindControl
 from queue_engine.models.logs import JobLog
@@ -24,6 +24,7 @@ __all__ = [
     "ConsoleAccess",
     "FlowCountdown",
     "FlowEdge",
+    "FlowRange",
     "FlowRelease",
     "FlowRun",
     "FlowState",

@@ -92,12 +92,10 @@ class FlowRelease(models.Model):
 
     A settle counts down at most FLOW_RELEASE_CHUNK children of each parent it ends (in
     child id order); for a parent with more, it leaves a row here naming the last child
-    it counted. The worker that settled it then counts down the rest a chunk at a time
-    on a connection of its own (sql.COUNT_DOWN_MORE), each chunk in a transaction
-    that also moves `after_child` on (or deletes the row after the last): the first
-    children of a 10,000-child fan-out run while the rest are still being released,
-    instead of all waiting for one long statement. The leader takes over rows a
-    crashed worker left. requeue_flow drops a flow's rows as it recounts.
+    it counted. The worker that settled it then splits the rest into FlowRange rows,
+    which the claims count down (the leader does it for a crashed worker). Workers of
+    earlier versions count the rest down themselves, a chunk at a time
+    (COUNT_DOWN_MORE as it was then). requeue_flow drops a flow's rows as it recounts.
     """
 
     id = models.BigAutoField(primary_key=True)
@@ -111,3 +109,36 @@ class FlowRelease(models.Model):
 
     def __str__(self) -> str:
         return f"{self.parent_id} after {self.after_child}"
+
+
+class FlowRange(models.Model):
+    """A range of a succeeded parent's children still to count: those after
+    `after_child`, up to `upto_child`, in child id order.
+
+    The worker whose settle left a FlowRelease row splits it into ranges of
+    FLOW_RELEASE_CHUNK children (sql.SPLIT_RELEASES), and the workers' claims count them
+    down as they take the children, each claim a range no other claim holds
+    (sql.COUNT_DOWN_CLAIM): one write a child, and the fleet's claims side by side.
+    `touched_at` says when a claim last counted from the range: the ranges of a parent
+    none of whose ranges was touched for RELEASE_GRACE are counted down without a claim
+    (sql.COUNT_DOWN_MORE), their children released as available. A table of its own, not
+    FlowRelease's rows: a worker of an earlier version counts a FlowRelease row to its
+    parent's last child, and would count a range's children again past its end.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    flow_id = models.BigIntegerField()
+    parent_id = models.BigIntegerField()
+    after_child = models.BigIntegerField()
+    upto_child = models.BigIntegerField()
+    touched_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "queue_engine_flowrange"
+        indexes = [
+            models.Index(fields=["flow_id"], name="qe_range_flow"),
+            models.Index(fields=["parent_id"], name="qe_range_parent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.parent_id} after {self.after_child} up to {self.upto_child}"

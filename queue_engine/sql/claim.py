@@ -417,6 +417,11 @@ SELECT NULL, 'fair', q.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NUL
  UNION ALL
 SELECT NULL, 'suspects', s.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM suspects s
+ UNION ALL
+-- A fan-out's children are left to count (FlowRange rows): a lane whose claim comes
+-- back short counts them down next, and takes those it may run (sql.COUNT_DOWN_CLAIM).
+SELECT NULL, 'release', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+ WHERE EXISTS (SELECT 1 FROM queue_engine_flowrange)
 """
 
 

@@ -68,9 +68,11 @@ WITH wiped AS (
     -- a settle that commits after it leaves its row, and its parent still counted.
     DELETE FROM queue_engine_flowcountdown WHERE flow_id = %(flow)s
 ), unmarked AS (
-    -- So are the children of parents still being counted in chunks (FlowRelease):
-    -- a chunk counting now is waited for, and its row then goes too.
+    -- So are the children of parents still being counted in chunks (FlowRelease,
+    -- FlowRange): a chunk counting now is waited for, and its row then goes too.
     DELETE FROM queue_engine_flowrelease WHERE flow_id = %(flow)s
+), unranged AS (
+    DELETE FROM queue_engine_flowrange WHERE flow_id = %(flow)s
 ), counts AS (
     SELECT j.id, count(e.parent_id) AS parents,
            count(e.parent_id) FILTER (WHERE NOT EXISTS (

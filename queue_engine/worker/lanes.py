@@ -20,7 +20,12 @@ from queue_engine.worker.logsetup import report_finished
 from queue_engine.worker.options import WorkerOptions
 from queue_engine.worker.quarantine import Quarantine
 from queue_engine.worker.reconnecting import ReconnectingConnection
-from queue_engine.worker.round_trip import ClaimState, RoundTrip
+from queue_engine.worker.round_trip import (
+    COUNT_DOWN_CLAIM,
+    RELEASE_RETRY,
+    ClaimState,
+    RoundTrip,
+)
 from queue_engine.worker.settle import SettleBatch, refused, settle_one_by_one, why_refused
 from queue_engine.worker.shared import Shared
 from queue_engine.worker.threads import HandlerThreads
@@ -187,12 +192,17 @@ class Lanes:
         state, shared = self.state, self.shared
         outcomes, shared.outcomes = shared.outcomes, []
         freed, woken = state.freed_meanwhile, shared.woken
+        # A fan-out's children left to count: this claim counts them down and takes
+        # them (sql.COUNT_DOWN_CLAIM), in a transaction of its own.
+        counts_down = bool(want) and state.releasing and alone is None
         merged = state.merged(want, alone)
         if want:
             state.claiming += 1
         self.reserved += want
         try:
-            rows, token = await self._settle_and_claim(conn, outcomes, want, alone, merged=merged)
+            rows, token = await self._settle_and_claim(
+                conn, outcomes, want, alone, merged=merged, counts_down=counts_down
+            )
         finally:
             self.reserved -= want
             if want:
@@ -208,13 +218,31 @@ class Lanes:
             # way: the next claim looks again at once.
             state.freed_meanwhile += 1
             shared.maybe_more = True
-        if want:
+        if counts_down:
+            counted = sum(row[4] for row in marker_rows if row[1] == "counted")
+            state.released(counted, len(rows), want, time.monotonic())
+            state.backlog = len(rows) >= want
+            # More of the fan-out, or the available jobs it released: claim again. No
+            # range was free: again in a moment, when the claims holding them are done
+            # (nothing else would wake this worker: taken as released, the children
+            # send no wake-up).
+            shared.maybe_more = True
+            if counted:
+                shared.wakeup.set()
+            else:
+                asyncio.get_running_loop().call_later(RELEASE_RETRY, self._claim_again)
+        elif want:
             news = freed != state.freed_meanwhile or shared.woken != woken
             self._claimed(len(rows) >= want, merged, markers, news)
             rate_waits = [row[4] / 1000 for row in marker_rows if row[1] == "rate"]
             self._held_back("held" in markers, bool(rows), min(rate_waits, default=None))
             if alone is not None:
                 shared.maybe_more = True  # it looked for nothing but a suspect
+            else:
+                state.release_next(len(rows), want, markers, time.monotonic())
+                if state.releasing:
+                    shared.maybe_more = True
+                    shared.wakeup.set()
         if not merged and any(
             o.execution.flow_id is not None
             or (o.kind in ("retry", "snoozed", "released") and o.delay <= 0)
@@ -329,40 +357,58 @@ class Lanes:
         alone: list[str] | None = None,
         *,
         merged: bool = False,
+        counts_down: bool = False,
     ) -> tuple[list[tuple[Any, ...]], int]:
         """Settle finished jobs and claim the next batch, in one round trip: in one
-        transaction if `merged`, else the settle's commit first."""
+        transaction if `merged`, else the settle's commit first. `counts_down`: the claim
+        takes a fan-out's children as it counts them down (sql.COUNT_DOWN_CLAIM)."""
         token = random.getrandbits(62)
         batch = self._batch(outcomes)
         floors = self.shared.floors
-        floor_params, numbered = floors.for_claim(alone is not None) if want else ({}, 0)
+        # The floors follow claims of available jobs only: a fan-out's children taken
+        # as they are released were never in the claim index, and a floor past them
+        # would pass over jobs that are.
+        floor_params, numbered = (
+            floors.for_claim(alone is not None) if want and not counts_down else ({}, 0)
+        )
         wake_queues, wake_released = batch.runnable_now()
+        params = self._claim_params(want, alone, token, floor_params)
         trip = RoundTrip(
             batch,
-            self._claim_params(want, alone, token, floor_params),
+            {**params, "chunk": want, "weighted": bool(self.weights.weights)}
+            if counts_down
+            else params,
             # Merged only while no queue in sight has limits: the plain claim.
-            self.weights.statement(merged),
+            COUNT_DOWN_CLAIM if counts_down else self.weights.statement(merged),
             want,
             merged,
             wake_queues,
             wake_released,
+            counts_down=counts_down,
         )
         try:
             rows = await lane.run(trip, what="settle and claim")
         except BaseException as exc:
-            if want:
+            if want and not counts_down:
                 floors.dropped(numbered)
             if not isinstance(exc, psycopg.Error | UnicodeError):
                 raise
             await self._round_failed(lane, outcomes, batch, exc)
             return [], token
         if want:
-            floors.claimed(numbered, (row for row in rows if row[0] is not None))
+            if not counts_down:
+                floors.claimed(numbered, (row for row in rows if row[0] is not None))
             self.weights.claimed(row[2] for row in rows if row[0] is not None)
         if trip.sent:
             batch.report(log, trip.sent[-1])
             if batch.left_children(trip.sent[-1]):
-                self.shared.counting_down.set()  # the rest of a big fan-out: _count_down_loop
+                # The rest of a big fan-out: this worker's claims take it as they count
+                # it down, and so do the others' (their claims see it is there);
+                # _count_down_loop splits it and releases what no claim takes.
+                self.shared.counting_down.set()
+                self.state.releasing = True
+                self.shared.maybe_more = True
+                self.shared.wakeup.set()
         hints = batch.hints()
         if hints:
             self.output.hints.extend(hints)

@@ -29,7 +29,11 @@ from queue_engine.worker.options import WorkerOptions
 from queue_engine.worker.reconnecting import ReconnectingConnection
 from queue_engine.worker.roster import Roster, Wake
 from queue_engine.worker.services import leader_services
-from queue_engine.worker.services.flow_countdown import count_down_more
+from queue_engine.worker.services.flow_countdown import (
+    count_down_more,
+    releases_left,
+    split_releases,
+)
 from queue_engine.worker.services.promoter import promote_due
 from queue_engine.worker.shared import Shared
 from queue_engine.worker.threads import HandlerThreads
@@ -203,15 +207,28 @@ class Worker:
             if count:  # this worker's lanes first; the chunk's NOTIFY wakes the others
                 shared.wake()
 
+        chunk = self.lanes.flow_chunk
         while True:
             await shared.counting_down.wait()
-            shared.counting_down.clear()
             shared.counting = True
             try:
-                await self.releaser.run(
-                    lambda conn: count_down_more(conn, self.lanes.flow_chunk, released),
-                    what="count down flow children",
-                )
+                # Until no row is left: split what settles wrote into ranges the claims
+                # take side by side, and release what they leave (sql.RELEASE_GRACE).
+                while True:
+                    shared.counting_down.clear()
+                    await self.releaser.run(
+                        lambda conn: split_releases(conn, chunk), what="split flow releases"
+                    )
+                    await self.releaser.run(
+                        lambda conn: count_down_more(conn, chunk, released),
+                        what="count down flow children",
+                    )
+                    if not await self.releaser.run(releases_left, what="look for releases"):
+                        break
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(
+                            shared.counting_down.wait(), timeout=sql.RELEASE_GRACE / 2
+                        )
             except psycopg.Error:
                 log.exception("counting down flow children failed; the leader takes it over")
             finally:

@@ -13,6 +13,12 @@ from queue_engine.worker.script import Prepared, Script
 from queue_engine.worker.settle import SettleBatch
 
 WAKE_LEFT = Prepared("qe_wake_left", sql.WAKE_LEFT)
+RELEASE_COUNTED_NOTED = Prepared("qe_release_counted_noted", sql.RELEASE_COUNTED_NOTED)
+COUNT_DOWN_CLAIM = Prepared("qe_count_down_claim", sql.COUNT_DOWN_CLAIM)
+
+# After a claim of a fan-out's children found every range taken by other claims, the
+# seconds before a lane tries again (sooner if a claim of available jobs finds none).
+RELEASE_RETRY = 0.01
 
 Row = tuple[Any, ...]
 
@@ -36,6 +42,10 @@ class ClaimState:
     serial: bool = True
     full: bool = False
     backlog: bool = False
+    # A fan-out's children are left to count (FlowRelease rows): the next claim counts
+    # them down and takes them (sql.COUNT_DOWN_CLAIM), not before `release_after`.
+    releasing: bool = False
+    release_after: float = 0.0
     claiming: int = 0  # claims on their way
     freed_meanwhile: int = 0  # settles sent while a claim was on its way
 
@@ -56,6 +66,21 @@ class ClaimState:
     def settles_only(self, want: int) -> bool:
         """The other lane's claim is on its way and claims take turns: settle only."""
         return bool(want and self.claiming and self.serial)
+
+    def release_next(self, claimed: int, want: int, markers: set[str], now: float) -> None:
+        """After a claim of available jobs: one that came back short, while a fan-out's
+        children are left to count, is followed by a claim of those."""
+        if "release" in markers and claimed < want and now >= self.release_after:
+            self.releasing = True
+
+    def released(self, counted: int, taken: int, want: int, now: float) -> None:
+        """After a claim of a fan-out's children: it goes on while it takes all it wants;
+        else the claim of available jobs is next (it counted some down as available, or
+        reached the end of a range). With no range free (the other lanes count them),
+        not again for a moment: that claim would find none either."""
+        self.releasing = counted > 0 and taken >= want
+        if not counted:
+            self.release_after = now + RELEASE_RETRY
 
     def heard(self, markers: set[str]) -> None:
         """The claim's markers: how the next one goes."""
@@ -78,6 +103,9 @@ class RoundTrip:
     merged: bool
     wake_queues: list[str]
     wake_released: bool
+    # The claim counts down a fan-out's children (sql.COUNT_DOWN_CLAIM): the joins it
+    # counted go to RELEASE_COUNTED after its commit.
+    counts_down: bool = False
     tries: int = 0
     sent: list[Script] = field(default_factory=list)  # the message that went through
 
@@ -127,6 +155,8 @@ class RoundTrip:
                 if self.wake_released:
                     script.raw(sql.CLEAR_RELEASED)
             script.raw("COMMIT")
+            if self.want and self.counts_down:
+                script.add(RELEASE_COUNTED_NOTED, [])
         if self.merged:
             batch.refresh_in(script)
         return place

@@ -50,6 +50,8 @@ class Prepared:
             values = list(params)
         if len(values) != len(self.names):
             raise ValueError(f"{self.name}: {len(self.names)} parameters, {len(values)} given")
+        if not values:
+            return f"EXECUTE {self.name}"  # `name()` is not valid SQL
         return f"EXECUTE {self.name}({','.join(literal(v) for v in values)})"
 
 

@@ -1,9 +1,13 @@
-"""Counts down the children of big fan-outs that settles left to count in chunks
-(FlowRelease rows), and releases fan-in children whose parents have all succeeded.
+"""Counts down the children of big fan-outs that settles left to count (FlowRelease rows,
+split into FlowRange rows), and releases fan-in children whose parents have all
+succeeded.
 
-A worker counts down what its own settles left (worker/lifecycle.py); the leader's pass
-repairs what a crashed worker left, a few chunks a tick so that a huge fan-out does not
-hold up the other services.
+The workers' claims count a fan-out's children down as they take them
+(sql.COUNT_DOWN_CLAIM). The worker whose settle left the rows splits them into ranges for
+its claims and the others', and counts down what no claim has taken for RELEASE_GRACE
+(worker/lifecycle.py): children nobody has room for are released, as available, all the
+same. The leader's pass does that for what a crashed worker left, a few chunks a tick so
+that a huge fan-out does not hold up the other services.
 """
 
 from __future__ import annotations
@@ -26,17 +30,18 @@ async def count_down_more(
     chunk: int,
     on_chunk: Callable[[int], None] | None = None,
     most: int | None = None,
+    grace: float = sql.RELEASE_GRACE,
 ) -> int:
-    """Count down the children settles left to count in chunks (FlowRelease rows, see
-    sql.COUNT_DOWN_MORE), a chunk per transaction, until no row is left that
-    another connection is not counting already (or after `most` chunks). Returns the
-    children released."""
+    """Count down the children settles left to count, by ranges (FlowRange rows, see
+    sql.COUNT_DOWN_MORE), a chunk per transaction, until no range is left that another
+    connection is not counting already, or whose parent's ranges claims counted from in
+    the last `grace` seconds (or after `most` chunks). Returns the children released."""
     released = 0
     chunks = 0
     while most is None or chunks < most:
         chunks += 1
         async with conn.transaction():
-            cur = await conn.execute(sql.COUNT_DOWN_MORE, {"chunk": chunk})
+            cur = await conn.execute(sql.COUNT_DOWN_MORE, {"chunk": chunk, "grace": grace})
             row = await cur.fetchone()
         assert row is not None
         found, count, _, flows = row
@@ -50,9 +55,27 @@ async def count_down_more(
     return released
 
 
+async def split_releases(conn: psycopg.AsyncConnection, chunk: int) -> int:
+    """Split the FlowRelease rows settles wrote into ranges of `chunk` children
+    (FlowRange rows), for the claims to count down side by side (sql.SPLIT_RELEASES).
+    Returns the ranges written."""
+    async with conn.transaction():
+        cur = await conn.execute(sql.SPLIT_RELEASES, {"chunk": chunk})
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def releases_left(conn: psycopg.AsyncConnection) -> bool:
+    """Whether any FlowRelease or FlowRange row is left, counted from or not."""
+    cur = await conn.execute(sql.RELEASES_LEFT)
+    return (await cur.fetchone()) is not None
+
+
 async def finish_countdowns(conn: psycopg.AsyncConnection, *, chunk: int) -> None:
-    """The leader's pass: what a crashed worker's settles left to count, then what it
+    """The leader's pass: what a crashed worker's settles left to count (split first,
+    and released once no claim has counted from it for RELEASE_GRACE), then what it
     counted but did not release."""
+    await split_releases(conn, chunk)
     released = await count_down_more(conn, chunk, most=LEADER_CHUNKS)
     if released:  # often only ahead of the worker doing it: no news for the log
         log.debug("released %d flow node(s) a settle had left to count", released)
