@@ -4,6 +4,7 @@
     settle     finished jobs' outcomes      running    heartbeats, progress, log lines
     flows      flow submit, release, state  leader     election, promotion, rescue, sweeps
     flow_ops   requeue, rerun, rerun from a node
+    fan_out    a wide fan-out's children in ranges, counted down by the claims
     ops        operator actions             schedules  declarations and firing
     queues     queue configuration          maintenance  retention and the metrics rollup
     workers    worker registrations         notify     NOTIFY channels
@@ -27,6 +28,7 @@ exports every statement, so that code reads `sql.CLAIM` whatever module holds it
 from queue_engine.sql.claim import *  # noqa: F403
 from queue_engine.sql.console import *  # noqa: F403
 from queue_engine.sql.enqueue import *  # noqa: F403
+from queue_engine.sql.fan_out import *  # noqa: F403
 from queue_engine.sql.flow_ops import *  # noqa: F403
 from queue_engine.sql.flows import *  # noqa: F403
 from queue_engine.sql.fragments import *  # noqa: F403

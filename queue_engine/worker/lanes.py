@@ -20,12 +20,7 @@ from queue_engine.worker.logsetup import report_finished
 from queue_engine.worker.options import WorkerOptions
 from queue_engine.worker.quarantine import Quarantine
 from queue_engine.worker.reconnecting import ReconnectingConnection
-from queue_engine.worker.round_trip import (
-    COUNT_DOWN_CLAIM,
-    RELEASE_RETRY,
-    ClaimState,
-    RoundTrip,
-)
+from queue_engine.worker.round_trip import RELEASE_RETRY, ClaimState, RoundTrip, claim_request
 from queue_engine.worker.settle import SettleBatch, refused, settle_one_by_one, why_refused
 from queue_engine.worker.shared import Shared
 from queue_engine.worker.threads import HandlerThreads
@@ -192,8 +187,7 @@ class Lanes:
         state, shared = self.state, self.shared
         outcomes, shared.outcomes = shared.outcomes, []
         freed, woken = state.freed_meanwhile, shared.woken
-        # A fan-out's children left to count: this claim counts them down and takes
-        # them (sql.COUNT_DOWN_CLAIM), in a transaction of its own.
+        # A fan-out's children left to count: counted down and taken (COUNT_DOWN_CLAIM).
         counts_down = bool(want) and state.releasing and alone is None
         merged = state.merged(want, alone)
         if want:
@@ -220,37 +214,20 @@ class Lanes:
             shared.maybe_more = True
         if counts_down:
             counted = sum(row[4] for row in marker_rows if row[1] == "counted")
-            state.released(counted, len(rows), want, time.monotonic())
-            state.backlog = len(rows) >= want
-            # More of the fan-out, or the available jobs it released: claim again. No
-            # range was free: again in a moment, when the claims holding them are done
-            # (nothing else would wake this worker: taken as released, the children
-            # send no wake-up).
-            shared.maybe_more = True
-            if counted:
-                shared.wakeup.set()
-            else:
-                asyncio.get_running_loop().call_later(RELEASE_RETRY, self._claim_again)
+            if state.released(counted, len(rows), want, time.monotonic()):
+                self._look_again()
+            else:  # no range was free: when the claims holding them are done
+                asyncio.get_running_loop().call_later(RELEASE_RETRY, self._look_again)
         elif want:
             news = freed != state.freed_meanwhile or shared.woken != woken
-            self._claimed(len(rows) >= want, merged, markers, news)
-            rate_waits = [row[4] / 1000 for row in marker_rows if row[1] == "rate"]
-            self._held_back("held" in markers, bool(rows), min(rate_waits, default=None))
-            if alone is not None:
-                shared.maybe_more = True  # it looked for nothing but a suspect
-            else:
-                state.release_next(len(rows), want, markers, time.monotonic())
-                if state.releasing:
-                    shared.maybe_more = True
-                    shared.wakeup.set()
+            self._claimed(len(rows), want, merged, marker_rows, news, alone)
         if not merged and any(
             o.execution.flow_id is not None
             or (o.kind in ("retry", "snoozed", "released") and o.delay <= 0)
             for o in outcomes
         ):
-            # This settle may have made jobs runnable, after its claim. (A merged
-            # claim saw them; the flow children the count-down releases after the
-            # commit wake the workers with a notification.)
+            # This settle may have made jobs runnable, after its claim (a merged claim
+            # saw them; what a fan-out's count-down releases later wakes the workers).
             shared.maybe_more = True
         for row in rows:
             self._start(row, token)
@@ -261,14 +238,30 @@ class Lanes:
         if rows:
             await asyncio.sleep(0)  # let quick handlers finish: their settle joins this batch
 
-    def _claimed(self, full: bool, merged: bool, markers: set[str], news: bool) -> None:
-        """After a claim: whether there may be more to claim, and how the next goes."""
+    def _claimed(
+        self,
+        claimed: int,
+        want: int,
+        merged: bool,
+        marker_rows: list[tuple[Any, ...]],
+        news: bool,
+        alone: list[str] | None,
+    ) -> None:
+        """After a claim of available jobs: whether there may be more to claim, how the
+        next goes, and when to claim again if limits held it back."""
+        markers = {row[1] for row in marker_rows}
+        rate_waits = [row[4] / 1000 for row in marker_rows if row[1] == "rate"]
+        self._held_back("held" in markers, bool(claimed), min(rate_waits, default=None))
+        full = claimed >= want
         self.state.backlog = full
+        self.state.release_next(claimed, want, markers, time.monotonic())
         self.shared.maybe_more = (
             full
             or news  # room freed, or a hint, while the claim was on its way
             # The plain claim passed over a queue with limits: the full one, now.
             or (merged and bool(markers & {"limited", "fair"}))
+            or self.state.releasing  # a fan-out's children to count down next
+            or alone is not None  # it looked for nothing but a suspect
         )
         if self.shared.maybe_more:
             self.shared.wakeup.set()  # the other lane claims beside this one
@@ -294,6 +287,9 @@ class Lanes:
 
     def _claim_again(self) -> None:
         self._held_back_timer = None
+        self._look_again()
+
+    def _look_again(self) -> None:
         self.shared.maybe_more = True
         self.shared.wakeup.set()
 
@@ -371,19 +367,24 @@ class Lanes:
         floor_params, numbered = (
             floors.for_claim(alone is not None) if want and not counts_down else ({}, 0)
         )
-        wake_queues, wake_released = batch.runnable_now()
-        params = self._claim_params(want, alone, token, floor_params)
+        statement, params = claim_request(
+            self.options,
+            self.weights,
+            self.worker_id,
+            want,
+            alone,
+            token,
+            floor_params,
+            merged=merged,
+            counts_down=counts_down,
+        )
         trip = RoundTrip(
             batch,
-            {**params, "chunk": want, "weighted": bool(self.weights.weights)}
-            if counts_down
-            else params,
-            # Merged only while no queue in sight has limits: the plain claim.
-            COUNT_DOWN_CLAIM if counts_down else self.weights.statement(merged),
+            params,
+            statement,
             want,
             merged,
-            wake_queues,
-            wake_released,
+            *batch.runnable_now(),
             counts_down=counts_down,
         )
         try:
@@ -399,6 +400,11 @@ class Lanes:
             if not counts_down:
                 floors.claimed(numbered, (row for row in rows if row[0] is not None))
             self.weights.claimed(row[2] for row in rows if row[0] is not None)
+        self._after_settle(batch, trip)
+        return rows, token
+
+    def _after_settle(self, batch: SettleBatch, trip: RoundTrip) -> None:
+        """After a settle: its report, the rest of a fan-out to count, the hints."""
         if trip.sent:
             batch.report(log, trip.sent[-1])
             if batch.left_children(trip.sent[-1]):
@@ -407,13 +413,11 @@ class Lanes:
                 # _count_down_loop splits it and releases what no claim takes.
                 self.shared.counting_down.set()
                 self.state.releasing = True
-                self.shared.maybe_more = True
-                self.shared.wakeup.set()
+                self._look_again()
         hints = batch.hints()
         if hints:
             self.output.hints.extend(hints)
             self.shared.busy.set()  # the flusher sends them
-        return rows, token
 
     def _batch(self, outcomes: list[Outcome]) -> SettleBatch:
         """The settle of these outcomes, with the progress they have not flushed yet: a
@@ -427,22 +431,6 @@ class Lanes:
             if pending is not None:
                 batch.progress[job_id] = pending
         return batch
-
-    def _claim_params(
-        self, want: int, alone: list[str] | None, token: int, floors: dict[str, Any]
-    ) -> dict[str, Any]:
-        return {
-            **floors,
-            # A claim alone looks only in the queues whose suspects' right it holds.
-            "all_queues": not self.options.queues and alone is None,
-            "queues": self.options.queues if alone is None else alone,
-            "labels": self.options.labels,
-            "limit": want,
-            "alone": alone is not None,
-            "worker": self.worker_id,
-            "token": token,
-            **self.weights.params(alone),
-        }
 
     async def _round_failed(
         self,

@@ -9,8 +9,10 @@ from typing import Any
 import psycopg
 
 from queue_engine import sql
+from queue_engine.worker.options import WorkerOptions
 from queue_engine.worker.script import Prepared, Script
 from queue_engine.worker.settle import SettleBatch
+from queue_engine.worker.weights import QueueWeights
 
 WAKE_LEFT = Prepared("qe_wake_left", sql.WAKE_LEFT)
 RELEASE_COUNTED_NOTED = Prepared("qe_release_counted_noted", sql.RELEASE_COUNTED_NOTED)
@@ -73,14 +75,18 @@ class ClaimState:
         if "release" in markers and claimed < want and now >= self.release_after:
             self.releasing = True
 
-    def released(self, counted: int, taken: int, want: int, now: float) -> None:
+    def released(self, counted: int, taken: int, want: int, now: float) -> bool:
         """After a claim of a fan-out's children: it goes on while it takes all it wants;
         else the claim of available jobs is next (it counted some down as available, or
-        reached the end of a range). With no range free (the other lanes count them),
-        not again for a moment: that claim would find none either."""
+        reached the end of a range). Whether to claim again at once: with no range free
+        (the other lanes count them), in a moment (RELEASE_RETRY), as that claim would
+        find none either; nothing else would wake the worker then (taken as they are
+        released, the children send no wake-up)."""
         self.releasing = counted > 0 and taken >= want
+        self.backlog = taken >= want
         if not counted:
             self.release_after = now + RELEASE_RETRY
+        return counted > 0
 
     def heard(self, markers: set[str]) -> None:
         """The claim's markers: how the next one goes."""
@@ -160,3 +166,36 @@ class RoundTrip:
         if self.merged:
             batch.refresh_in(script)
         return place
+
+
+def claim_request(
+    options: WorkerOptions,
+    weights: QueueWeights,
+    worker_id: str,
+    want: int,
+    alone: list[str] | None,
+    token: int,
+    floors: dict[str, Any],
+    *,
+    merged: bool,
+    counts_down: bool,
+) -> tuple[Prepared, dict[str, Any]]:
+    """The claim statement a lane sends and its parameters: the plain claim while it is
+    merged with the settle (no queue in sight has limits), else the full one, each in
+    the worker's weighted version if it has weights; COUNT_DOWN_CLAIM where it counts a
+    fan-out's children down (`counts_down`)."""
+    params = {
+        **floors,
+        # A claim alone looks only in the queues whose suspects' right it holds.
+        "all_queues": not options.queues and alone is None,
+        "queues": options.queues if alone is None else alone,
+        "labels": options.labels,
+        "limit": want,
+        "alone": alone is not None,
+        "worker": worker_id,
+        "token": token,
+        **weights.params(alone),
+    }
+    if counts_down:
+        return COUNT_DOWN_CLAIM, {**params, "chunk": want, "weighted": bool(weights.weights)}
+    return weights.statement(merged), params
