@@ -1,6 +1,7 @@
 """The claim: the statement that hands a worker its next jobs, under every limit."""
 
 from queue_engine.sql import shares
+from queue_engine.sql.fragments import CLAIM_CONFIGS
 
 # For the rest of the claim's transaction (the claim comes last), on top of the lane
 # connection's own settings (LANE_SETTINGS below: one generic plan, no
@@ -86,18 +87,7 @@ WITH floors AS (
     SELECT * FROM unnest(%(floor_queues)s::varchar[], %(floor_priorities)s::int[],
                          %(floor_run_ats)s::timestamptz[], %(floor_ids)s::bigint[])
            AS f(queue, priority, run_at, id)
-), configs AS (
-    -- Each queue's limits, named once: `grouped` (group caps, or rate budgets per key)
-    -- and `capped` (any limit its claimers take turns for).
-    SELECT c.*, k.grouped,
-           (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL OR k.grouped) AS capped
-      FROM queue_engine_queueconfig c
-     CROSS JOIN LATERAL (
-           SELECT c.group_concurrency IS NOT NULL OR c.rate_limit_per_key OR EXISTS (
-                      SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name)
-                  AS grouped) k
-     WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
-), paused AS (
+), {configs}, paused AS (
     -- Kinds an operator paused (the kill switch, ops.pause_kind): their jobs stay queued.
     SELECT array_agg(kind) AS kinds FROM queue_engine_kindcontrol WHERE paused{counted}
 ), q AS (
@@ -210,6 +200,7 @@ def _head(limits: bool) -> str:
     the limit), and leaves out their subplans: Postgres sets up every subplan of a
     statement at each run, whether a queue uses it or not."""
     text = _HEAD.format(
+        configs=CLAIM_CONFIGS,
         no_floor=NO_FLOOR,
         filters=_FILTERS,
         counted=_COUNTED.rstrip("\n") if limits else "",

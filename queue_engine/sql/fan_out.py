@@ -8,10 +8,12 @@ from queue_engine.sql.flows import (
     _COUNT_DOWN_CHILDREN,
     _COUNTED,
     _NEXT_CHUNKS,
+    _RELEASED_NOW,
     _RELEASING_ONE,
     RELEASE_COUNTED,
     _handed,
 )
+from queue_engine.sql.fragments import CLAIM_CONFIGS
 from queue_engine.sql.notify import wake_per_queue
 
 # The parent of the FlowRange row in CTE `marker` (columns id, parent_id, after_child,
@@ -125,6 +127,10 @@ SELECT count(*) FROM ranges
 """
 
 
+# A child that COUNT_DOWN_CLAIM's count releases (_RELEASED_NOW) and that it takes.
+_TAKEN = f"r.take AND {_RELEASED_NOW}"
+
+
 # A claim that counts down the next %(chunk)s children of a range (FlowRange) and takes
 # at once those it may run, as the claim of available jobs would take them: each child
 # that this count releases goes straight to running for this worker (one write, where a
@@ -149,15 +155,7 @@ WITH marker AS (
     SELECT m.id, m.parent_id, m.after_child, m.upto_child FROM queue_engine_flowrange m
      ORDER BY m.id LIMIT 1
        FOR UPDATE SKIP LOCKED
-), {_MARKER_PARENTS}, {_NEXT_CHUNKS}, {_RELEASING_ONE}, configs AS (
-    SELECT c.name, c.lock_duration,
-           c.max_concurrency IS NULL AND c.rate_limit IS NULL AND c.group_concurrency IS NULL
-           AND NOT c.rate_limit_per_key AND NOT c.fair_share
-           AND NOT EXISTS (SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name)
-               AS plain
-      FROM queue_engine_queueconfig c
-     WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
-), paused AS (
+), {_MARKER_PARENTS}, {_NEXT_CHUNKS}, {_RELEASING_ONE}, {CLAIM_CONFIGS}, paused AS (
     SELECT array_agg(kind) AS kinds FROM queue_engine_kindcontrol WHERE paused
 ), ahead AS (
     -- The best priority among the runnable jobs waiting in the worker's queues.
@@ -170,7 +168,7 @@ WITH marker AS (
     -- The chunk's children with their counts and whether each is taken: the update
     -- below joins this alone (a join of two CTEs is planned as a loop over both).
     SELECT r.child_id, r.flow_id, r.n, r.outputs,
-           COALESCE(c.plain AND j.run_at <= now() AND j.rescues < 2
+           COALESCE(NOT (c.capped OR c.fair_share) AND j.run_at <= now() AND j.rescues < 2
                     AND (j.labels = '{{}}' OR j.labels <@ %(labels)s::varchar[])
                     AND (p.kinds IS NULL OR j.kind <> ALL(p.kinds))
                     AND j.priority > COALESCE((SELECT priority FROM ahead), -2147483648)
@@ -188,26 +186,23 @@ WITH marker AS (
     -- this count releases it.
     UPDATE queue_engine_job j
        SET pending_deps = j.pending_deps - r.n,
-           state = CASE WHEN j.state = 'blocked' AND j.pending_deps - r.n <= 0
+           state = CASE WHEN {_RELEASED_NOW}
                         THEN CASE WHEN r.take THEN 'running' ELSE 'available' END
                         ELSE j.state END,
-           run_at = CASE WHEN j.state = 'blocked' AND j.pending_deps - r.n <= 0
+           run_at = CASE WHEN {_RELEASED_NOW}
                          THEN GREATEST(j.run_at, now()) ELSE j.run_at END,
-           parent_outputs = CASE WHEN j.state = 'blocked' AND j.pending_deps - r.n <= 0
+           parent_outputs = CASE WHEN {_RELEASED_NOW}
                                  THEN CASE WHEN r.n = j.parents THEN r.outputs END
                                  ELSE j.parent_outputs END,
-           attempt = j.attempt + CASE WHEN r.take AND j.state = 'blocked'
-                                       AND j.pending_deps - r.n <= 0 THEN 1 ELSE 0 END,
-           lease_owner = CASE WHEN r.take AND j.state = 'blocked' AND j.pending_deps - r.n <= 0
+           attempt = j.attempt + CASE WHEN {_TAKEN} THEN 1 ELSE 0 END,
+           lease_owner = CASE WHEN {_TAKEN}
                               THEN %(worker)s ELSE j.lease_owner END,
-           claim_token = CASE WHEN r.take AND j.state = 'blocked' AND j.pending_deps - r.n <= 0
+           claim_token = CASE WHEN {_TAKEN}
                               THEN %(token)s ELSE j.claim_token END,
-           started_at = CASE WHEN r.take AND j.state = 'blocked' AND j.pending_deps - r.n <= 0
+           started_at = CASE WHEN {_TAKEN}
                              THEN clock_timestamp() ELSE j.started_at END,
-           heartbeat_at = CASE WHEN r.take AND j.state = 'blocked'
-                                AND j.pending_deps - r.n <= 0 THEN now() ELSE j.heartbeat_at END,
-           lease_expires_at = CASE WHEN r.take AND j.state = 'blocked'
-                                    AND j.pending_deps - r.n <= 0
+           heartbeat_at = CASE WHEN {_TAKEN} THEN now() ELSE j.heartbeat_at END,
+           lease_expires_at = CASE WHEN {_TAKEN}
                                    THEN now() + make_interval(secs => r.lock_duration)
                                    ELSE j.lease_expires_at END
       FROM taking r

@@ -121,6 +121,11 @@ counted AS (
 )"""
 
 
+# Whether the update of job `j` by `releasing` row `r` releases it: it waits, and for
+# no parent but those this count counts (checked on the row as locked).
+_RELEASED_NOW = "j.state = 'blocked' AND j.pending_deps - r.n <= 0"
+
+
 # Count down the children in CTE `releasing`.
 _COUNT_DOWN_CHILDREN = f"""
 released AS (
@@ -129,13 +134,13 @@ released AS (
     -- dynamic join) fails the re-checked condition and is counted by a row instead.
     UPDATE queue_engine_job j
        SET pending_deps = j.pending_deps - r.n,
-           state = CASE WHEN j.state = 'blocked' AND j.pending_deps - r.n <= 0
+           state = CASE WHEN {_RELEASED_NOW}
                         THEN 'available' ELSE j.state END,
-           run_at = CASE WHEN j.state = 'blocked' AND j.pending_deps - r.n <= 0
+           run_at = CASE WHEN {_RELEASED_NOW}
                          THEN GREATEST(j.run_at, now()) ELSE j.run_at END,
            -- Handed down if this settle counted every parent the child has; else
            -- (some counted another way) none, and the claim reads them all.
-           parent_outputs = CASE WHEN j.state = 'blocked' AND j.pending_deps - r.n <= 0
+           parent_outputs = CASE WHEN {_RELEASED_NOW}
                                  THEN CASE WHEN r.n = j.parents THEN r.outputs END
                                  ELSE j.parent_outputs END
       FROM releasing r

@@ -169,3 +169,19 @@ MINUTE_PERCENTILES = """percentile_cont(0.5) WITHIN GROUP (ORDER BY wait),
 # Both, in the metric bucket's column order.
 MINUTE_FIGURES = f"""{MINUTE_COUNTS},
        {MINUTE_PERCENTILES}"""
+
+
+# The worker's unpaused queues (every queue, or those it serves), with their limits named
+# once: `grouped` (group caps, or rate budgets per key) and `capped` (any limit its
+# claimers take turns for). Read by the claim (sql/claim.py) and by COUNT_DOWN_CLAIM
+# (sql/fan_out.py).
+CLAIM_CONFIGS = """configs AS (
+    SELECT c.*, k.grouped,
+           (c.max_concurrency IS NOT NULL OR c.rate_limit IS NOT NULL OR k.grouped) AS capped
+      FROM queue_engine_queueconfig c
+     CROSS JOIN LATERAL (
+           SELECT c.group_concurrency IS NOT NULL OR c.rate_limit_per_key OR EXISTS (
+                      SELECT 1 FROM queue_engine_grouplimit g WHERE g.queue = c.name)
+                  AS grouped) k
+     WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
+)"""

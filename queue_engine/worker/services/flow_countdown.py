@@ -30,18 +30,19 @@ async def count_down_more(
     chunk: int,
     on_chunk: Callable[[int], None] | None = None,
     most: int | None = None,
-    grace: float = sql.RELEASE_GRACE,
 ) -> int:
     """Count down the children settles left to count, by ranges (FlowRange rows, see
     sql.COUNT_DOWN_MORE), a chunk per transaction, until no range is left that another
     connection is not counting already, or whose parent's ranges claims counted from in
-    the last `grace` seconds (or after `most` chunks). Returns the children released."""
+    the last RELEASE_GRACE (or after `most` chunks). Returns the children released."""
     released = 0
     chunks = 0
     while most is None or chunks < most:
         chunks += 1
         async with conn.transaction():
-            cur = await conn.execute(sql.COUNT_DOWN_MORE, {"chunk": chunk, "grace": grace})
+            cur = await conn.execute(
+                sql.COUNT_DOWN_MORE, {"chunk": chunk, "grace": sql.RELEASE_GRACE}
+            )
             row = await cur.fetchone()
         assert row is not None
         found, count, _, flows = row
