@@ -1,7 +1,7 @@
 """The claim: the statement that hands a worker its next jobs, under every limit."""
 
 from queue_engine.sql import shares
-from queue_engine.sql.fragments import CLAIM_CONFIGS
+from queue_engine.sql.fragments import CLAIM_CONFIGS, OUTPUTS
 
 # For the rest of the claim's transaction (the claim comes last), on top of the lane
 # connection's own settings (LANE_SETTINGS below: one generic plan, no
@@ -152,7 +152,7 @@ _COUNTED = """
     -- that a worker which also serves an empty limited queue does not wait its turn.
     SELECT * FROM queue_engine_limited_counts(ARRAY(
         SELECT c.name FROM configs c
-         WHERE c.capped AND EXISTS (SELECT 1 FROM queue_engine_job j
+         WHERE c.capped{unfair} AND EXISTS (SELECT 1 FROM queue_engine_job j
                         WHERE j.state = 'available' AND j.queue = c.name
                           AND j.run_at <= now())))
 """
@@ -194,23 +194,31 @@ _ROOM = """
            ), 0)"""
 
 
-def _head(limits: bool) -> str:
+def _head(limits: bool, fair: bool) -> str:
     """The claim's start, up to its candidates. The plain claim passes limited queues
     over, so it needs neither their full keys nor a guess at their room (its room is
     the limit), and leaves out their subplans: Postgres sets up every subplan of a
-    statement at each run, whether a queue uses it or not."""
+    statement at each run, whether a queue uses it or not. For the same reason the
+    claim without shares (`fair` false) passes fair queues over, and neither locks
+    them nor reads their keys' candidates."""
     text = _HEAD.format(
         configs=CLAIM_CONFIGS,
         no_floor=NO_FLOOR,
         filters=_FILTERS,
-        counted=_COUNTED.rstrip("\n") if limits else "",
+        counted=_COUNTED.rstrip("\n").replace("{unfair}", "" if fair else " AND NOT c.fair_share")
+        if limits
+        else "",
         full_keys=_FULL_KEYS.strip("\n") if limits else "           NULL::varchar[]",
         room=_ROOM.strip("\n") if limits else "           %(limit)s::int",
         fair_candidates=(
-            shares.FAIR_CANDIDATES.format(filters=_FILTERS, keys=shares.FAIR_KEYS) if limits else ""
+            shares.FAIR_CANDIDATES.format(filters=_FILTERS, keys=shares.FAIR_KEYS)
+            if limits and fair
+            else ""
         ),
     )
-    return text if limits else text + " AND NOT q.limited"
+    if not limits:
+        return text + " AND NOT q.limited"
+    return text if fair else text + " AND NOT q.fair"
 
 
 # The plain claim's pick: the best candidates. No queue it reads has limits.
@@ -263,23 +271,6 @@ _PICK_LIMITED = """
      LIMIT %(limit)s
 """
 
-# A flow node's parents' outputs by node key, as JSON text (NULL for a node outside a
-# flow, or without parents): those handed down onto its row as its parents counted it
-# down (Job.parent_outputs, sql/flows.py), which are all of them or none. Else from the
-# history, a parent at a time: driven from the node's edges, then one history row per
-# parent by key, which reads every leaf of the partitioned history. Planned while the
-# history held a single row, that look-up once chose an index on (kind, id) and read
-# all of it for every parent: the lanes now plan their statements again after a while
-# (worker/script.py, REPLAN_FIRST), when the statistics have caught up.
-OUTPUTS = """CASE WHEN j.flow_id IS NOT NULL THEN COALESCE(j.parent_outputs::text, (
-                  SELECT jsonb_object_agg(r.node_key, r.result)::text
-                    FROM queue_engine_flowedge e
-                   CROSS JOIN LATERAL (
-                         SELECT h.node_key, h.result FROM queue_engine_jobrecord h
-                          WHERE h.id = e.parent_id AND h.state = 'succeeded' LIMIT 1) r
-                   WHERE e.child_id = j.id)) END"""
-
-
 _CLAIMED = """
 ), claimed AS (
     -- started_at is clock_timestamp(), not now(): this claim may share a transaction
@@ -328,13 +319,16 @@ _LOGGED_HELD = """
            ),
            count(*)
       FROM claimed JOIN q ON q.name = claimed.queue
-      JOIN candidates c ON c.id = claimed.id
      -- Per key, spans of a 60th: each claim of the queue sums every key's window to
      -- find the keys out of budget (q.full_keys), and that read grows with the keys.
      CROSS JOIN LATERAL (
            SELECT GREATEST(q.rate_window / CASE WHEN q.rate_limit_per_key THEN 60.0
                                                 ELSE 600.0 END, 0.1) AS span) s
-     CROSS JOIN LATERAL (SELECT CASE WHEN q.rate_limit_per_key THEN COALESCE(c.group_key, '')
+     -- The key from the candidates only where the budget is the key's: a join of every
+     -- claimed row with the candidates would cost every claim of a rate-limited queue.
+     CROSS JOIN LATERAL (SELECT CASE WHEN q.rate_limit_per_key
+                                     THEN COALESCE((SELECT c.group_key FROM candidates c
+                                                     WHERE c.id = claimed.id), '')
                                      ELSE '' END AS budget) b
      WHERE q.rate_limit IS NOT NULL OR q.rate_limit_per_key
      GROUP BY claimed.queue, b.budget, s.span
@@ -402,9 +396,10 @@ _MARKER_ROWS = """
 SELECT NULL, 'limited', l.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM limited l
  UNION ALL
--- Fair queues without caps: claimed by the full claim, from both lanes at once.
+-- Fair queues: claimed by the full claim (sql.CLAIM); from both lanes at once where
+-- they have no caps (no `limited` marker).
 SELECT NULL, 'fair', q.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-  FROM q WHERE q.fair AND NOT q.capped
+  FROM q WHERE q.fair
  UNION ALL
 SELECT NULL, 'suspects', s.name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM suspects s
@@ -416,9 +411,13 @@ SELECT NULL, 'release', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NU
 """
 
 
-def _pick_limited(weighted: bool) -> str:
-    """The full claim's pick, in the order of the worker's weights if it has some."""
-    text = _PICK_LIMITED.replace("{turns}", shares.TURNS)
+def _pick_limited(weighted: bool, fair: bool) -> str:
+    """The full claim's pick, in the order of the worker's weights if it has some; with
+    the turns of fair queues' keys if `fair`, else in the order of priority alone."""
+    text = _PICK_LIMITED.replace("{turns}", shares.TURNS if fair else shares.NO_TURNS)
+    if not fair:
+        for with_turns, without in shares.UNFAIR_ORDER:
+            text = text.replace(with_turns, without)
     for name, part in (
         ("{weights}", shares.WEIGHTS),
         ("{join_weights}", shares.JOIN_WEIGHTS),
@@ -428,13 +427,15 @@ def _pick_limited(weighted: bool) -> str:
     return text
 
 
-def _claim(limits: bool, weighted: bool = False) -> str:
-    """The claim under every limit, or the plain one that passes over limited queues."""
+def _claim(limits: bool, weighted: bool = False, fair: bool = True) -> str:
+    """The claim under every limit, or the plain one that passes over limited queues;
+    with `fair` false, the claim under every limit but fair share, which passes fair
+    queues over."""
     parts: tuple[str, ...]
     if limits:
         parts = (
-            _head(True),
-            _pick_limited(weighted),
+            _head(True, fair),
+            _pick_limited(weighted, fair),
             _CLAIMED,
             _LOGGED_HELD,
             _MARKERS,
@@ -443,7 +444,7 @@ def _claim(limits: bool, weighted: bool = False) -> str:
         )
     else:
         pick = shares.PICK_PLAIN_WEIGHTED if weighted else _PICK_PLAIN
-        parts = (_head(False), pick, _CLAIMED, _MARKERS, _CLAIMED_ROWS)
+        parts = (_head(False, False), pick, _CLAIMED, _MARKERS, _CLAIMED_ROWS)
     return "".join(part.rstrip("\n") for part in parts) + _MARKER_ROWS
 
 
@@ -458,6 +459,12 @@ CLAIM_PLAIN = _claim(limits=False)
 # they rank the jobs of its queues by turn before priority.
 CLAIM_WEIGHTED = _claim(limits=True, weighted=True)
 CLAIM_PLAIN_WEIGHTED = _claim(limits=False, weighted=True)
+# The claim while no fair queue is in sight (the last claim said so): every limit, but
+# neither the walk through a fair queue's keys nor the turns, which cost a claim of a
+# queue with limits a tenth of its time even where no queue uses them. A fair queue is
+# passed over and reported (`fair`), and the next claim is the full one.
+CLAIM_UNFAIR = _claim(limits=True, fair=False)
+CLAIM_UNFAIR_WEIGHTED = _claim(limits=True, weighted=True, fair=False)
 
 
 # After a lost connection: the rows a claim with this token took if its commit

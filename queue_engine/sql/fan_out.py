@@ -3,7 +3,6 @@
 (COUNT_DOWN_CLAIM), with the count-down that releases what no claim takes
 (COUNT_DOWN_MORE)."""
 
-from queue_engine.sql.claim import OUTPUTS
 from queue_engine.sql.flows import (
     _COUNT_DOWN_CHILDREN,
     _COUNTED,
@@ -13,7 +12,7 @@ from queue_engine.sql.flows import (
     RELEASE_COUNTED,
     _handed,
 )
-from queue_engine.sql.fragments import CLAIM_CONFIGS
+from queue_engine.sql.fragments import CLAIM_CONFIGS, OUTPUTS
 from queue_engine.sql.notify import wake_per_queue
 
 # The parent of the FlowRange row in CTE `marker` (columns id, parent_id, after_child,

@@ -61,7 +61,7 @@ SELECT %s, p, c, %s FROM unnest(%s::bigint[], %s::bigint[]) AS e(p, c)
 #   (HAND_DOWN_BYTES): onto the child's row as it is released (Job.parent_outputs), or
 #   into its countdown row, which RELEASE_COUNTED gathers onto the row. The claim then
 #   hands a node its parents' outputs without a look into the history per parent,
-#   which reads every leaf of the partitioned history (sql.claim, OUTPUTS).
+#   which reads every leaf of the partitioned history (sql/fragments.py, OUTPUTS).
 # The children of the flow nodes in CTE `parents` (columns `id`; `after`, the last
 # child already counted, 0 for none; `upto`, the last child of its range, NULL for
 # all; the parent's `node_key` and `result`; and `handed`, whether the result is

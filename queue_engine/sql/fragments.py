@@ -185,3 +185,20 @@ CLAIM_CONFIGS = """configs AS (
                   AS grouped) k
      WHERE NOT c.paused AND (%(all_queues)s OR c.name = ANY(%(queues)s::varchar[]))
 )"""
+
+
+# A flow node's parents' outputs by node key, as JSON text (NULL for a node outside a
+# flow, or without parents): those handed down onto its row as its parents counted it
+# down (Job.parent_outputs, sql/flows.py), which are all of them or none. Else from the
+# history, a parent at a time: driven from the node's edges, then one history row per
+# parent by key, which reads every leaf of the partitioned history. Planned while the
+# history held a single row, that look-up once chose an index on (kind, id) and read
+# all of it for every parent: the lanes now plan their statements again after a while
+# (worker/script.py, REPLAN_FIRST), when the statistics have caught up.
+OUTPUTS = """CASE WHEN j.flow_id IS NOT NULL THEN COALESCE(j.parent_outputs::text, (
+                  SELECT jsonb_object_agg(r.node_key, r.result)::text
+                    FROM queue_engine_flowedge e
+                   CROSS JOIN LATERAL (
+                         SELECT h.node_key, h.result FROM queue_engine_jobrecord h
+                          WHERE h.id = e.parent_id AND h.state = 'succeeded' LIMIT 1) r
+                   WHERE e.child_id = j.id)) END"""

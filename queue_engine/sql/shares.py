@@ -109,6 +109,31 @@ TURNS = """
         ON k.queue = r.queue AND k.group_key IS NOT DISTINCT FROM r.group_key
 """
 
+# The ranking of the claim without shares: no fair queue among its candidates, so no
+# turns, and each queue's jobs in the order of priority alone.
+NO_TURNS = """
+), turns AS (
+    SELECT r.* FROM ranked r
+"""
+UNFAIR_ORDER = (
+    (
+        "ORDER BY r.turn, r.priority DESC, r.spot, r.run_at, r.id",
+        "ORDER BY r.priority DESC, r.run_at, r.id",
+    ),
+    (
+        """,
+           -- A fair queue's jobs go in the order of their turns among the other
+           -- queues' jobs, all at the priority of the queue's best.
+           max(r.priority) OVER (PARTITION BY r.queue) AS top""",
+        "",
+    ),
+    (
+        """CASE WHEN e.fair THEN e.top ELSE e.priority END DESC,
+              CASE WHEN e.fair THEN e.nth_in_queue END, e.priority DESC""",
+        "e.priority DESC",
+    ),
+)
+
 # A worker's weighted queues (--queues a:3,b:1; worker/weights.py): the n-th job a claim
 # takes of a queue comes at lag + n / weight, before priority, so that while every
 # queue has work, claims take their jobs in the ratio of the weights. `lag` carries the

@@ -29,10 +29,9 @@ from queue_engine.worker.weights import QueueWeights
 log = logging.getLogger("queue_engine.worker")
 
 LANES = 2
-# A claim that took fewer jobs than it wanted and left some of its candidates behind
-# (a cap, a busy key's room, the rate limit: sql.CLAIM's `held`) is followed by another
-# this soon, not at the next poll; the wait doubles while such claims come back empty,
-# up to the poll interval.
+# A claim that took fewer jobs than it wanted and left candidates behind (a cap, a busy
+# key's room, the rate limit: sql.CLAIM's `held`) is followed by another this soon, not
+# at the next poll; the wait doubles while such claims come back empty, to the poll interval.
 HELD_BACK_FIRST = 0.01
 # At the shutdown timeout, handlers are told to stop and get this long to heed it
 # (ctx.sleep() returns, async handlers are cancelled) before their jobs are given back.
@@ -377,6 +376,7 @@ class Lanes:
             floor_params,
             merged=merged,
             counts_down=counts_down,
+            fair=self.state.full,
         )
         trip = RoundTrip(
             batch,

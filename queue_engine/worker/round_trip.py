@@ -36,13 +36,15 @@ class ClaimState:
       and the claim is for all the worker's free slots, not a lane's share: one claim
       of twice the jobs pays for the queue's turn and its count once. Until the first
       claim says otherwise, claims take turns.
-    - `full`: a fair queue without caps was in sight (the `fair` marker): the full
-      claim, which the plain one passes it over for, but no turns on its lock.
+    - `full`: a fair queue was in sight (the `fair` marker): the full claim, which
+      the plain claim and the one without fair share pass it over for (but no turns
+      on a lock unless it has caps: `serial`). Until the first claim says otherwise,
+      claims are full.
     - `backlog`: the last claim came back with all it asked for.
     """
 
     serial: bool = True
-    full: bool = False
+    full: bool = True
     backlog: bool = False
     # A fan-out's children are left to count (FlowRelease rows): the next claim counts
     # them down and takes them (sql.COUNT_DOWN_CLAIM), not before `release_after`.
@@ -179,11 +181,13 @@ def claim_request(
     *,
     merged: bool,
     counts_down: bool,
+    fair: bool = True,
 ) -> tuple[Prepared, dict[str, Any]]:
     """The claim statement a lane sends and its parameters: the plain claim while it is
-    merged with the settle (no queue in sight has limits), else the full one, each in
-    the worker's weighted version if it has weights; COUNT_DOWN_CLAIM where it counts a
-    fan-out's children down (`counts_down`)."""
+    merged with the settle (no queue in sight has limits), else the full one, or the
+    one without fair share while no fair queue is in sight (not `fair`; a claim alone
+    is always full), each in the worker's weighted version if it has weights;
+    COUNT_DOWN_CLAIM where it counts a fan-out's children down (`counts_down`)."""
     params = {
         **floors,
         # A claim alone looks only in the queues whose suspects' right it holds.
@@ -198,4 +202,4 @@ def claim_request(
     }
     if counts_down:
         return COUNT_DOWN_CLAIM, {**params, "chunk": want, "weighted": bool(weights.weights)}
-    return weights.statement(merged), params
+    return weights.statement(merged, fair or alone is not None), params

@@ -10,10 +10,17 @@ from collections.abc import Iterable
 from queue_engine import sql
 from queue_engine.worker.script import Prepared
 
-CLAIMS = (Prepared("qe_claim", sql.CLAIM), Prepared("qe_claim_plain", sql.CLAIM_PLAIN))
+# The claims (sql/claim.py): under every limit, plain, and under every limit but fair
+# share; then the same for a worker with weights.
+CLAIMS = (
+    Prepared("qe_claim", sql.CLAIM),
+    Prepared("qe_claim_plain", sql.CLAIM_PLAIN),
+    Prepared("qe_claim_unfair", sql.CLAIM_UNFAIR),
+)
 WEIGHTED_CLAIMS = (
     Prepared("qe_claim_weighted", sql.CLAIM_WEIGHTED),
     Prepared("qe_claim_plain_weighted", sql.CLAIM_PLAIN_WEIGHTED),
+    Prepared("qe_claim_unfair_weighted", sql.CLAIM_UNFAIR_WEIGHTED),
 )
 MAX_WEIGHT = 1000
 
@@ -59,9 +66,13 @@ class QueueWeights:
         self.weights = {name: float(weights[name]) for name in queues} if weights else {}
         self.lags = dict.fromkeys(self.weights, 0.0)
 
-    def statement(self, plain: bool) -> Prepared:
-        claims = WEIGHTED_CLAIMS if self.weights else CLAIMS
-        return claims[1] if plain else claims[0]
+    def statement(self, plain: bool, fair: bool = True) -> Prepared:
+        """The plain claim, else the full one, or the one without fair share while no
+        fair queue is in sight (not `fair`); each with the worker's weights if any."""
+        full, plain_claim, unfair = WEIGHTED_CLAIMS if self.weights else CLAIMS
+        if plain:
+            return plain_claim
+        return full if fair else unfair
 
     def params(self, queues: list[str] | None = None) -> dict[str, list[float]]:
         """The claim's weights and lags, in the order of the queues it is sent with

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 
 import psycopg
@@ -125,3 +126,63 @@ def test_claimers_of_a_fair_queue_without_caps_do_not_wait_for_each_other(
     taken = [{row[0] for row in rows if row[0] is not None} for rows in (first, second)]
     assert len(taken[0]) == len(taken[1]) == 3 and not taken[0] & taken[1]
     assert {row[1] for row in first if row[0] is None} == {"fair"}
+
+
+def test_the_claim_without_shares_passes_a_fair_queue_over_and_reports_it(
+    transactional_db: None, conninfo: str
+) -> None:
+    """While no fair queue is in sight, a worker sends the claim without fair share
+    (sql.CLAIM_UNFAIR): every limit, no turns. A queue made fair since must not be
+    claimed out of turn: that claim leaves it (and its lock) to the full claim, says
+    `fair`, and takes what it would take of the other queues."""
+    QueueConfig.objects.update_or_create(
+        name="grouped", defaults={"fair_share": True, "max_concurrency": 5}
+    )
+    QueueConfig.objects.update_or_create(name="capped", defaults={"max_concurrency": 2})
+    jobs.grouped.enqueue_many([{"key": f"k{i % 3}", "pause": 0} for i in range(6)])
+    jobs.capped.enqueue_many([{"pause": 0}] * 4)
+    claim = {
+        **sql.NO_FLOORS,
+        "all_queues": False,
+        "queues": ["grouped", "capped"],
+        "labels": [],
+        "worker": "w",
+        "alone": False,
+        "limit": 10,
+    }
+    with psycopg.connect(conninfo) as holder, psycopg.connect(conninfo, autocommit=True) as conn:
+        # Another claimer holds the fair queue's lock: the claim must not wait for it.
+        holder.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('queue_engine:queue:grouped', 0))"
+        )
+        conn.execute("SET lock_timeout = '1s'")
+        with conn.transaction():
+            rows = conn.execute(sql.CLAIM_UNFAIR, {**claim, "token": 1}).fetchall()
+        holder.rollback()
+        taken = Counter(row[2] for row in rows if row[0] is not None)
+        markers = {(row[1], row[2]) for row in rows if row[0] is None}
+        assert taken == {"capped": 2}  # under its cap, as the full claim would
+        assert {("fair", "grouped"), ("limited", "grouped"), ("limited", "capped")} <= markers
+
+        with conn.transaction():
+            rows = conn.execute(sql.CLAIM, {**claim, "token": 2}).fetchall()
+        assert Counter(row[2] for row in rows if row[0] is not None) == {"grouped": 5}
+
+
+def test_a_queue_made_fair_is_claimed_in_turns_by_a_worker_that_saw_none(
+    workers: Workers, executions: None
+) -> None:
+    """A worker whose claims met no fair queue claims without shares; once a queue it
+    serves is made fair, its next claim is the full one, and the keys take turns."""
+    QueueConfig.objects.update_or_create(name="grouped", defaults={"group_concurrency": 100})
+    workers.start("--queues", "grouped", "--concurrency", "1")
+    first = jobs.grouped.enqueue(key="warm", pause=0).id
+    wait_for(lambda: JobRecord.objects.filter(pk=first).exists(), timeout=20)
+
+    QueueConfig.objects.filter(name="grouped").update(fair_share=True)
+    busy = jobs.grouped.enqueue_many([{"key": "busy", "pause": 0.02}] * 200)
+    quiet = jobs.grouped.enqueue(key="quiet", pause=0).id
+    wait_for(lambda: JobRecord.objects.filter(pk=quiet).exists(), timeout=30)
+
+    ahead = [s for s in starts(busy) if s < starts([quiet])[0]]
+    assert len(ahead) <= 3, f"{len(ahead)} of the busy key's jobs went first"

@@ -77,8 +77,11 @@ def test_rate_limit_holds_over_its_window(workers: Workers, executions: None) ->
     assert (starts[-1] - starts[0]).total_seconds() >= 4
 
 
+# The full claim, and the one without fair share a worker sends while no fair queue is
+# in sight: each logs its starts.
+@pytest.mark.parametrize("statement", [sql.CLAIM, sql.CLAIM_UNFAIR], ids=["full", "unfair"])
 def test_a_rate_limited_queue_logs_its_starts_per_span_not_per_claim(
-    transactional_db: None, conninfo: str
+    transactional_db: None, conninfo: str, statement: str
 ) -> None:
     """Every claim sums the log over the whole rate window: with a row per claim, that
     sum grew with the claims (16,800 rows at 280 claims a second over 60 s, 3 ms)."""
@@ -100,7 +103,7 @@ def test_a_rate_limited_queue_logs_its_starts_per_span_not_per_claim(
 
         def claimed(token: int, limit: int) -> int:
             with conn.transaction():
-                rows = conn.execute(sql.CLAIM, {**claim, "token": token, "limit": limit})
+                rows = conn.execute(statement, {**claim, "token": token, "limit": limit})
                 return sum(1 for row in rows if row[0] is not None)
 
         first = [claimed(token, 2) for token in range(20)]
