@@ -295,7 +295,9 @@ _CLAIMED = """
               CASE WHEN j.meta ? 'has_steps' THEN (
                   SELECT jsonb_object_agg(s.name, s.result)::text
                     FROM queue_engine_jobstep s WHERE s.job_id = j.id) END AS steps,
-              j.priority, j.run_at
+              j.priority, j.run_at,
+              -- For the rate log only (the rows sent are _CLAIMED_ROWS' columns).
+              j.group_key
 """.replace("{outputs}", OUTPUTS)
 
 _LOGGED_HELD = """
@@ -324,11 +326,8 @@ _LOGGED_HELD = """
      CROSS JOIN LATERAL (
            SELECT GREATEST(q.rate_window / CASE WHEN q.rate_limit_per_key THEN 60.0
                                                 ELSE 600.0 END, 0.1) AS span) s
-     -- The key from the candidates only where the budget is the key's: a join of every
-     -- claimed row with the candidates would cost every claim of a rate-limited queue.
      CROSS JOIN LATERAL (SELECT CASE WHEN q.rate_limit_per_key
-                                     THEN COALESCE((SELECT c.group_key FROM candidates c
-                                                     WHERE c.id = claimed.id), '')
+                                     THEN COALESCE(claimed.group_key, '')
                                      ELSE '' END AS budget) b
      WHERE q.rate_limit IS NOT NULL OR q.rate_limit_per_key
      GROUP BY claimed.queue, b.budget, s.span
@@ -381,7 +380,9 @@ _MARKERS = """
 """
 
 _CLAIMED_ROWS = """
-SELECT * FROM claimed
+SELECT id, kind, queue, payload, attempt, max_attempts, backoff, flow_id, node_key, meta,
+       outputs, lock_duration, steps, priority, run_at
+  FROM claimed
  UNION ALL  -- marker rows, no id: one per queue, the queue in its place, the marker as kind"""
 
 _HELD_ROWS = """
