@@ -257,8 +257,8 @@ class Lanes:
         self.shared.maybe_more = (
             full
             or news  # room freed, or a hint, while the claim was on its way
-            # The plain claim passed over a queue with limits: the full one, now.
-            or (merged and bool(markers & {"limited", "fair"}))
+            # It passed over a queue the next claim takes: that claim, now.
+            or self.state.passed_over(markers, merged)
             or self.state.releasing  # a fan-out's children to count down next
             or alone is not None  # it looked for nothing but a suspect
         )

@@ -90,6 +90,13 @@ class ClaimState:
             self.release_after = now + RELEASE_RETRY
         return counted > 0
 
+    def passed_over(self, markers: set[str], merged: bool) -> bool:
+        """Whether the claim passed over a queue that the next claim takes: the plain
+        claim a queue with limits or a fair one, the claim without shares a fair one."""
+        if merged:
+            return bool(markers & {"limited", "fair"})
+        return not self.full and "fair" in markers
+
     def heard(self, markers: set[str]) -> None:
         """The claim's markers: how the next one goes."""
         self.serial = "limited" in markers

@@ -8,7 +8,7 @@ from datetime import datetime
 import psycopg
 import pytest
 
-from queue_engine import sql
+from queue_engine import ops, sql
 from queue_engine.models import GroupWeight, Job, JobRecord, QueueConfig
 from tests.support import jobs
 from tests.support.sampler import Sampler
@@ -175,14 +175,39 @@ def test_a_queue_made_fair_is_claimed_in_turns_by_a_worker_that_saw_none(
     """A worker whose claims met no fair queue claims without shares; once a queue it
     serves is made fair, its next claim is the full one, and the keys take turns."""
     QueueConfig.objects.update_or_create(name="grouped", defaults={"group_concurrency": 100})
-    workers.start("--queues", "grouped", "--concurrency", "1")
+    workers.start("--queues", "grouped", "--concurrency", "4")
     first = jobs.grouped.enqueue(key="warm", pause=0).id
     wait_for(lambda: JobRecord.objects.filter(pk=first).exists(), timeout=20)
 
+    ops.pause_queue("grouped")  # the backlog and the quiet keys arrive together
+    busy = jobs.grouped.enqueue_many([{"key": "busy", "pause": 0}] * 2000)
+    quiet = jobs.grouped.enqueue_many([{"key": f"quiet-{i}", "pause": 0} for i in range(3)])
     QueueConfig.objects.filter(name="grouped").update(fair_share=True)
-    busy = jobs.grouped.enqueue_many([{"key": "busy", "pause": 0.02}] * 200)
-    quiet = jobs.grouped.enqueue(key="quiet", pause=0).id
-    wait_for(lambda: JobRecord.objects.filter(pk=quiet).exists(), timeout=30)
+    ops.resume_queue("grouped")
+    wait_for(lambda: JobRecord.objects.filter(pk__in=quiet).count() == 3, timeout=20)
 
-    ahead = [s for s in starts(busy) if s < starts([quiet])[0]]
-    assert len(ahead) <= 3, f"{len(ahead)} of the busy key's jobs went first"
+    # In turns, one claim of 4 takes one job of each key; first come, first served,
+    # it would take 4 of the busy key's first.
+    ahead = [s for s in starts(busy) if s < starts(quiet)[-1]]
+    assert len(ahead) <= 2, f"{len(ahead)} of the busy key's jobs went first"
+
+
+def test_a_fair_queue_the_claim_without_shares_passed_over_is_claimed_at_once(
+    workers: Workers, executions: None
+) -> None:
+    """The claim without fair share passes a fair queue over and says so; the full claim
+    follows at once, not at the next poll (30 s here)."""
+    QueueConfig.objects.update_or_create(name="capped", defaults={"max_concurrency": 5})
+    workers.start("--queues", "capped,grouped", "--poll-interval", "30")
+    first = jobs.capped.enqueue(pause=0).id  # the worker's claims see no fair queue
+    wait_for(lambda: JobRecord.objects.filter(pk=first).exists(), timeout=20)
+
+    ops.pause_queue("grouped")
+    waiting = jobs.grouped.enqueue_many([{"key": f"k{i}", "pause": 0} for i in range(3)])
+    QueueConfig.objects.filter(name="grouped").update(fair_share=True)
+    ops.resume_queue("grouped")  # wakes the worker: its claim passes the queue over
+    wait_for(
+        lambda: JobRecord.objects.filter(pk__in=waiting).count() == 3,
+        timeout=5,
+        message="the fair queue's jobs to run (no claim followed the one that passed it over)",
+    )
