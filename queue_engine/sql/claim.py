@@ -418,6 +418,8 @@ def _pick_limited(weighted: bool, fair: bool) -> str:
     text = _PICK_LIMITED.replace("{turns}", shares.TURNS if fair else shares.NO_TURNS)
     if not fair:
         for with_turns, without in shares.UNFAIR_ORDER:
+            if with_turns not in text:  # the ranking's text changed: fail at import
+                raise ValueError(f"the claim's ranking no longer holds {with_turns!r}")
             text = text.replace(with_turns, without)
     for name, part in (
         ("{weights}", shares.WEIGHTS),
