@@ -378,15 +378,8 @@ class Lanes:
             counts_down=counts_down,
             fair=self.state.full,
         )
-        trip = RoundTrip(
-            batch,
-            params,
-            statement,
-            want,
-            merged,
-            *batch.runnable_now(),
-            counts_down=counts_down,
-        )
+        trip = RoundTrip(batch, params, statement, want, merged, *batch.runnable_now())
+        trip.counts_down, trip.stopping = counts_down, lambda: self.stopping
         try:
             rows = await lane.run(trip, what="settle and claim")
         except BaseException as exc:

@@ -3,6 +3,7 @@ the next one is sent (ClaimState), and one settle-and-claim message (RoundTrip).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,6 +122,9 @@ class RoundTrip:
     # The claim counts down a fan-out's children (sql.COUNT_DOWN_CLAIM): the joins it
     # counted go to RELEASE_COUNTED after its commit.
     counts_down: bool = False
+    # Whether the worker is stopping: asked as the message goes out, since it may wait
+    # for its connection (opened, or opened again) long after `want` was decided.
+    stopping: Callable[[], bool] | None = None
     tries: int = 0
     sent: list[Script] = field(default_factory=list)  # the message that went through
 
@@ -131,6 +135,10 @@ class RoundTrip:
             recovered = await cur.fetchall()
             if recovered:
                 return recovered
+        if self.want and self.stopping is not None and self.stopping():
+            # "No more claims" was logged: a job enqueued since stays for the other
+            # workers. The settle still goes, apart, as there is no claim to share it.
+            self.want, self.merged, self.counts_down = 0, False, False
         script = Script()
         place = self._compose(script)
         await script.run(conn)

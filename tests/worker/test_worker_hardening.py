@@ -7,15 +7,22 @@ refusal is Postgres's, the engine sees it as it would any other.
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import time
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
 from django.db import connection
 
+from queue_engine import sql
 from queue_engine.models import Job, JobLog, JobRecord, QueueConfig
+from queue_engine.worker.options import WorkerOptions
+from queue_engine.worker.round_trip import RoundTrip, claim_request
+from queue_engine.worker.settle import SettleBatch
+from queue_engine.worker.weights import QueueWeights
 from tests.support import jobs
 from tests.support.history import clock_now
 from tests.support.workers import Workers, ended, listening, wait_for
@@ -232,6 +239,41 @@ def test_a_shutdown_never_runs_one_attempt_twice_at_once(workers: Workers, spans
     told = {(j, pid): end for (j, _, pid), (_, end) in runs.items() if pid == first.pid}
     assert told[(cooperative.id, first.pid)] is not None  # ctx.sleep() returned when told
     assert second.poll() is None
+
+
+@pytest.mark.parametrize("stopping", [False, True])
+def test_a_claim_decided_before_a_stop_and_sent_after_it_takes_nothing(
+    transactional_db: None, conninfo: str, stopping: bool
+) -> None:
+    """A lane decides its claim, then may wait for its connection (opening, or opening
+    again) while the worker logs "no more claims": what it sends then claims nothing,
+    and a job enqueued since stays for the other workers. Sent before, it claims."""
+    job = jobs.noop.using(queue="stopping").enqueue()
+    options = WorkerOptions(conninfo, queues=["stopping"])
+    statement, params = claim_request(
+        options,
+        QueueWeights(options.queues, None),
+        "a-stopping-worker",
+        5,
+        None,
+        token=1,
+        floors=dict(sql.NO_FLOORS),
+        merged=False,
+        counts_down=False,
+    )
+    trip = RoundTrip(SettleBatch(), params, statement, 5, False, [], False)
+    trip.stopping = lambda: stopping
+
+    async def send() -> list[Any]:
+        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
+            return await trip(conn)
+
+    rows = asyncio.run(send())
+
+    state = Job.objects.get(pk=job.id).state
+    assert ([row[0] for row in rows], state) == (
+        ([], "available") if stopping else ([job.id], "running")
+    )
 
 
 # --- a ctx.atomic() block's result --------------------------------------------------------
