@@ -151,14 +151,17 @@ def test_children_nobody_has_room_for_are_released_after_the_grace(workers: Work
     flow = Flow("no room")
     flow.add("root", jobs.number, value=0)
     sleeper = jobs.cooperative.using(queue="flows")
-    keys = flow.fan_out("nap", sleeper, [{"seconds": 6}] * 6, depends_on=["root"])
+    # A nap far longer than the waits below: while it runs, the slot stays taken.
+    keys = flow.fan_out("nap", sleeper, [{"seconds": 60}] * 6, depends_on=["root"])
     flow_id = flow.submit()
-    workers.start("--queues", "flows", "--concurrency", "1", env=chunked(2))
+    workers.start(
+        "--queues", "flows", "--concurrency", "1", "--shutdown-timeout", "1", env=chunked(2)
+    )
 
     wait_for(lambda: "root" in records(flow_id), timeout=20)
     naps = Job.objects.filter(flow_id=flow_id, node_key__in=keys)
     wait_for(lambda: naps.filter(state="running").exists(), timeout=10)
-    # Generous for a loaded machine; the first nap runs for 6 s.
+    # Generous for a loaded machine.
     wait_for(lambda: not naps.filter(state="blocked").exists(), timeout=10)
     assert naps.filter(state="running").count() == 1
     assert naps.filter(state="available").count() == 5
