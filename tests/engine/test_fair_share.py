@@ -175,15 +175,19 @@ def test_a_queue_made_fair_is_claimed_in_turns_by_a_worker_that_saw_none(
     """A worker whose claims met no fair queue claims without shares; once a queue it
     serves is made fair, its next claim is the full one, and the keys take turns."""
     QueueConfig.objects.update_or_create(name="grouped", defaults={"group_concurrency": 100})
-    workers.start("--queues", "grouped", "--concurrency", "4")
+    # A capped queue in sight while "grouped" is paused: the claims stay ones with limits
+    # (without shares), not plain ones, which would hand over to the full claim.
+    QueueConfig.objects.update_or_create(name="capped", defaults={"max_concurrency": 5})
+    workers.start("--queues", "capped,grouped", "--concurrency", "4")
     first = jobs.grouped.enqueue(key="warm", pause=0).id
     wait_for(lambda: JobRecord.objects.filter(pk=first).exists(), timeout=20)
 
     ops.pause_queue("grouped")  # the backlog and the quiet keys arrive together
     busy = jobs.grouped.enqueue_many([{"key": "busy", "pause": 0}] * 2000)
     quiet = jobs.grouped.enqueue_many([{"key": f"quiet-{i}", "pause": 0} for i in range(3)])
-    QueueConfig.objects.filter(name="grouped").update(fair_share=True)
-    ops.resume_queue("grouped")
+    # Made fair as it resumes, in one change: no claim sees it fair before it can take
+    # its jobs, so the first that can is one without shares, which must pass it over.
+    ops.update_queue_config("grouped", fair_share=True, paused=False)
     wait_for(lambda: JobRecord.objects.filter(pk__in=quiet).count() == 3, timeout=20)
 
     # In turns, one claim of 4 takes one job of each key; first come, first served,
