@@ -11,6 +11,7 @@ import asyncio
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -25,6 +26,7 @@ from queue_engine.worker.settle import SettleBatch
 from queue_engine.worker.weights import QueueWeights
 from tests.support import jobs
 from tests.support.history import clock_now
+from tests.support.slow_connections import SlowConnections
 from tests.support.workers import Workers, ended, listening, wait_for
 
 pytestmark = pytest.mark.slow
@@ -239,6 +241,32 @@ def test_a_shutdown_never_runs_one_attempt_twice_at_once(workers: Workers, spans
     told = {(j, pid): end for (j, _, pid), (_, end) in runs.items() if pid == first.pid}
     assert told[(cooperative.id, first.pid)] is not None  # ctx.sleep() returned when told
     assert second.poll() is None
+
+
+def test_a_worker_with_slow_connections_claims_nothing_once_it_stops(
+    transactional_db: None, tmp_path: Path
+) -> None:
+    """Each of the worker's connections takes a second to open (a real TCP proxy that
+    holds them back): a claim decided before SIGTERM may go out after it, once its
+    connection is open, and must then take nothing. A job enqueued after "no more
+    claims" waits for another worker."""
+    long_job = jobs.async_sleeper.enqueue(seconds=60)
+    short_job = jobs.cooperative.enqueue(seconds=1)
+    with SlowConnections(delay=1.0) as proxy:
+        workers = Workers(tmp_path, database_url=proxy.url)
+        try:
+            proc = workers.start("--queues", "slow", "--shutdown-timeout", "2.5")
+            wait_for(lambda: Job.objects.filter(state="running").count() == 2, timeout=30)
+            proc.send_signal(signal.SIGTERM)
+            wait_for(lambda: "no more claims" in workers.output(), message="the worker to stop")
+            late = jobs.async_sleeper.enqueue(seconds=0)
+            assert proc.wait(20) == 0, workers.output()
+        finally:
+            workers.stop_all()
+
+    assert JobRecord.objects.get(pk=short_job.id).result == "finished"
+    assert Job.objects.get(pk=long_job.id).state == "available"
+    assert Job.objects.filter(pk=late.id, state="available").exists(), workers.output()
 
 
 @pytest.mark.parametrize("stopping", [False, True])
