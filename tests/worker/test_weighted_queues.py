@@ -43,7 +43,8 @@ def test_a_weighted_queue_alone_with_work_gets_the_whole_worker(
         workers.start("--queues", "w_critical:6,w_low:1", "--concurrency", "4")
         wait_for(lambda: JobRecord.objects.filter(pk__in=ids).count() == 40, timeout=30)
 
-    assert max(n for (n,) in sampler.samples) == 4
+    running = Counter(n for (n,) in sampler.samples)
+    assert max(running) == 4, f"samples by jobs running: {dict(running)}"
 
 
 @pytest.mark.slow
