@@ -5,9 +5,7 @@ history; Job.parents says how many a node's outputs must name to be whole.
 
 Adding the columns rewrites no row (nullable, or a constant default). A row of an
 earlier version has 0 parents: nothing is ever handed down to it, and workers of
-earlier versions, which neither write nor read the columns, go on as before. The
-countdown rows keep their outputs out of line (toast_tuple_target): every release of a
-fan-in sums the rows of its flow, which would otherwise read a page per row."""
+earlier versions, which neither write nor read the columns, go on as before."""
 
 from django.db import migrations, models
 
@@ -30,9 +28,5 @@ class Migration(migrations.Migration):
             model_name="job",
             name="parents",
             field=models.IntegerField(db_default=0),
-        ),
-        migrations.RunSQL(
-            "ALTER TABLE queue_engine_flowcountdown SET (toast_tuple_target = 128)",
-            "ALTER TABLE queue_engine_flowcountdown RESET (toast_tuple_target)",
         ),
     ]
